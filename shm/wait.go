@@ -1,0 +1,68 @@
+package shm
+
+import (
+	"runtime"
+	"time"
+)
+
+// WaitStrategy says how a blocking receive waits for the next record.
+type WaitStrategy struct {
+	kind     waitKind
+	spins    int           // polls before yielding or sleeping
+	maxSleep time.Duration // bound of one futex sleep
+}
+
+type waitKind uint8
+
+const (
+	waitSpin waitKind = iota
+	waitYield
+	waitFutex
+)
+
+// DefaultMaxSleep bounds one futex sleep, so a lost wake-up costs at most
+// this much latency.
+const DefaultMaxSleep = 10 * time.Millisecond
+
+// BusySpin polls continuously, burning a core while idle; lowest latency.
+func BusySpin() WaitStrategy { return WaitStrategy{kind: waitSpin} }
+
+// SpinYield polls spins times, then yields the processor between polls.
+func SpinYield(spins int) WaitStrategy { return WaitStrategy{kind: waitYield, spins: spins} }
+
+// FutexWait polls spins times, then sleeps on the header's futex word until
+// the producer publishes (each sleep bounded by DefaultMaxSleep). The
+// producer only makes the wake system call when a reader is waiting.
+func FutexWait(spins int) WaitStrategy {
+	return WaitStrategy{kind: waitFutex, spins: spins, maxSleep: DefaultMaxSleep}
+}
+
+// pause waits once, round i of a wait for sequence want on ring r, never
+// longer than until deadline (zero: no deadline).
+func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
+	if i < s.spins || s.kind == waitSpin {
+		return
+	}
+	if s.kind == waitYield {
+		runtime.Gosched()
+		return
+	}
+	d := s.maxSleep
+	if d <= 0 {
+		d = DefaultMaxSleep
+	}
+	if !deadline.IsZero() {
+		d = min(d, time.Until(deadline))
+		if d <= 0 {
+			return
+		}
+	}
+	// Load the futex word before announcing ourselves and re-checking: a
+	// publish after this load changes the word, so FUTEX_WAIT returns at once.
+	fw := r.futex.Load()
+	r.waiting.Add(1)
+	if r.writeSeq.Load() < want {
+		r.m.futexWait(offFutex, fw, d)
+	}
+	r.waiting.Add(^uint32(0))
+}

@@ -1,0 +1,265 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// CreateOptions control Create.
+type CreateOptions struct {
+	// Replace allows creating over an existing ring of another geometry (or
+	// over a file that is not a valid ring). Without it that is refused with
+	// ErrGeometry. A stale ring of the same geometry is always replaced.
+	Replace bool
+}
+
+// Writer is the single producer of a ring, byte-oriented: Producer[T] and
+// BlobProducer[M] wrap it, and replica mirrors use Store and Publish to write
+// records at the source's sequence numbers. It holds an exclusive flock on
+// the ring file for its lifetime.
+type Writer struct {
+	r        *Ring
+	next     uint64 // next sequence Push will write
+	lossless bool
+	gate     uint64 // lossless: highest sequence writable without a rescan
+	stats    WriterStats
+}
+
+// WriterStats counts a writer's activity.
+type WriterStats struct {
+	Published    uint64 // records written
+	Backpressure uint64 // pushes that found the gate closed (waited or refused)
+	Pruned       uint64 // dead readers released while waiting
+}
+
+// Create makes a new ring at path for cfg and returns its writer.
+func Create(path string, cfg RingConfig, opts CreateOptions) (*Writer, error) {
+	l, err := NewLayout(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create ring %s: %w", path, err)
+	}
+	return CreateLayout(path, l, opts)
+}
+
+// CreateLayout makes a new ring with exactly layout l (a mirror copies its
+// source's layout this way).
+func CreateLayout(path string, l Layout, opts CreateOptions) (*Writer, error) {
+	if err := l.Validate(); err != nil {
+		return nil, fmt.Errorf("create ring %s: %w", path, err)
+	}
+	if l.Flags&FlagMPMC != 0 {
+		return nil, fmt.Errorf("create ring %s: %w: multi-producer rings are not supported", path, ErrInvalid)
+	}
+	inspect := func(f *os.File) error {
+		if opts.Replace {
+			return nil
+		}
+		old, err := readLayout(f)
+		if err != nil {
+			return fmt.Errorf("%w: %s is not a valid ring (%v); pass Replace to overwrite it", ErrGeometry, path, err)
+		}
+		if old != l {
+			return fmt.Errorf("%w: %s has %+v, want %+v", ErrGeometry, path, old, l)
+		}
+		return nil
+	}
+	f, m, err := createLocked(path, int64(l.FileSize()), inspect)
+	if err != nil {
+		return nil, fmt.Errorf("create ring %s: %w", path, err)
+	}
+	l.encode(m.data[:HeaderSize])
+	if l.Flags&FlagArena != 0 {
+		m.u64(l.ArenaOffset + arenaCapacity).Store(l.ArenaSize)
+		m.u64(l.ArenaOffset + arenaMask).Store(l.ArenaSize - 1)
+	}
+	// Publish the header: the magic goes last (an atomic store orders every
+	// header write before it).
+	m.u64(offMagic).Store(Magic)
+	r, err := newRing(path, f, m)
+	if err != nil { // cannot happen for a validated layout
+		m.unmap()
+		f.Close()
+		os.Remove(path)
+		return nil, fmt.Errorf("create ring %s: %w", path, err)
+	}
+	return newWriter(r), nil
+}
+
+// OpenWriter takes over an existing ring no live producer holds and continues
+// it at write_seq + 1 (a mirror resuming after a restart).
+func OpenWriter(path string) (*Writer, error) {
+	r, err := Open(path, OpenOptions{Writable: true})
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(r.f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		r.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("open writer %s: %w", path, ErrLocked)
+		}
+		return nil, fmt.Errorf("open writer %s: %w", path, os.NewSyscallError("flock", err))
+	}
+	if r.layout.Flags&FlagMPMC != 0 {
+		r.Close()
+		return nil, fmt.Errorf("open writer %s: %w: multi-producer rings are not supported", path, ErrInvalid)
+	}
+	return newWriter(r), nil
+}
+
+func newWriter(r *Ring) *Writer {
+	w := &Writer{r: r, next: r.writeSeq.Load() + 1, lossless: r.layout.Flags&FlagLossless != 0}
+	return w
+}
+
+func readLayout(f *os.File) (Layout, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return Layout{}, err
+	}
+	var hdr [HeaderSize]byte
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return Layout{}, fieldErr(ErrTruncated, "file size", uint64(st.Size()), "shorter than the header")
+	}
+	h, err := ParseHeader(hdr[:], uint64(st.Size()))
+	return h.Layout, err
+}
+
+// Ring is the ring this writer writes.
+func (w *Writer) Ring() *Ring { return w.r }
+
+// Next is the sequence the next Push will get.
+func (w *Writer) Next() uint64 { return w.next }
+
+// Stats returns the writer's counters.
+func (w *Writer) Stats() WriterStats { return w.stats }
+
+// Push writes p as the next record and publishes it. On a lossless ring it
+// waits (spin, yield, then short sleeps, pruning dead readers) while the
+// slowest live registered reader is a full ring behind.
+func (w *Writer) Push(p []byte) (uint64, error) {
+	if w.r.closed {
+		return 0, ErrClosed
+	}
+	seq := w.next
+	if w.lossless && seq > w.gate && !w.openGate(seq) {
+		w.stats.Backpressure++
+		w.waitGate(seq)
+	}
+	w.store(seq, p)
+	w.publish(seq)
+	return seq, nil
+}
+
+// TryPush is Push that returns ErrBackpressure instead of waiting.
+func (w *Writer) TryPush(p []byte) (uint64, error) {
+	if w.r.closed {
+		return 0, ErrClosed
+	}
+	seq := w.next
+	if w.lossless && seq > w.gate && !w.openGate(seq) {
+		w.stats.Backpressure++
+		return 0, ErrBackpressure
+	}
+	w.store(seq, p)
+	w.publish(seq)
+	return seq, nil
+}
+
+// Store writes p as record seq without publishing it: seq must be at least
+// Next (sequences may skip, leaving holes: use a SPARSE ring). It never
+// waits for readers. Call Publish after a batch of Stores.
+func (w *Writer) Store(seq uint64, p []byte) error {
+	if w.r.closed {
+		return ErrClosed
+	}
+	if seq < w.next || seq == SlotWriting {
+		return fmt.Errorf("%w: store of sequence %d, next is %d", ErrInvalid, seq, w.next)
+	}
+	if len(p) > w.r.layout.PayloadSize() {
+		return fmt.Errorf("%w: payload of %d bytes, slots hold %d", ErrInvalid, len(p), w.r.layout.PayloadSize())
+	}
+	w.store(seq, p)
+	return nil
+}
+
+// Publish makes every record up to seq visible (write_seq = seq) and wakes
+// sleeping readers.
+func (w *Writer) Publish(seq uint64) error {
+	if w.r.closed {
+		return ErrClosed
+	}
+	if seq >= w.next {
+		return fmt.Errorf("%w: publish of %d, last stored is %d", ErrInvalid, seq, w.next-1)
+	}
+	w.publish(seq)
+	return nil
+}
+
+// store is the seqlock write of one slot: mark it SlotWriting with a Swap
+// (a full barrier: its acquire half keeps the payload stores after it on
+// weakly ordered CPUs), copy the payload, then Store the sequence.
+func (w *Writer) store(seq uint64, p []byte) {
+	r := w.r
+	off := r.slotOff(seq)
+	word := r.m.u64(off)
+	word.Swap(SlotWriting)
+	r.m.storeBytes(off+8, p)
+	if n := r.layout.PayloadSize(); len(p) < n {
+		clear(r.m.data[off+8+uint64(len(p)) : off+8+uint64(n)])
+	}
+	word.Store(seq)
+	w.next = seq + 1
+	w.stats.Published++
+}
+
+func (w *Writer) publish(seq uint64) {
+	r := w.r
+	r.writeSeq.Store(seq)
+	if r.waiting.Load() > 0 {
+		r.futex.Add(1)
+		r.m.futexWake(offFutex)
+	}
+}
+
+// openGate rescans the registry for the slowest live reader and reports
+// whether seq may be written. The gate is also capped half a ring ahead so
+// that a newly registered reader is seen at least every half ring.
+func (w *Writer) openGate(seq uint64) bool {
+	capa := w.r.layout.Capacity
+	half := max(capa/2, 1)
+	limit := seq - min(seq, capa) + 1 // cursors below this block seq
+	minc, ok := w.r.minCursor(true, limit)
+	gate := seq - 1 + half
+	if ok && minc+capa-1 < gate {
+		gate = minc + capa - 1
+	}
+	w.gate = gate
+	return seq <= gate
+}
+
+// waitGate blocks until seq may be written: spin, then yield, then sleeps
+// growing to 1 ms, rescanning (and pruning dead readers) each round.
+func (w *Writer) waitGate(seq uint64) {
+	sleep := 20 * time.Microsecond
+	for i := 0; ; i++ {
+		switch {
+		case i < 64:
+		case i < 128:
+			runtime.Gosched()
+		default:
+			time.Sleep(sleep)
+			sleep = min(2*sleep, time.Millisecond)
+		}
+		if w.openGate(seq) {
+			return
+		}
+	}
+}
+
+// Close releases the flock and unmaps the ring.
+func (w *Writer) Close() error { return w.r.Close() }
