@@ -77,11 +77,11 @@ func (r *Ring) unregister(i int) {
 }
 
 // minCursor scans the live registered readers and returns the smallest
-// cursor (ok false when there is none). When prune is set, readers whose
-// cursor is below limit (those holding the producer back) are checked for
-// liveness and dead ones are released.
-func (r *Ring) minCursor(prune bool, limit uint64) (uint64, bool) {
-	minc, found := ^uint64(0), false
+// cursor (ok false when there is none) and how many dead readers it
+// released: readers whose cursor is below limit (those holding the producer
+// back) are checked for liveness.
+func (r *Ring) minCursor(limit uint64) (minc uint64, ok bool, pruned int) {
+	minc = ^uint64(0)
 	for i := range int(r.layout.RegistryCount) {
 		e := r.entry(i)
 		pid := e.pid.Load()
@@ -89,15 +89,17 @@ func (r *Ring) minCursor(prune bool, limit uint64) (uint64, bool) {
 			continue
 		}
 		c := e.cursor.Load()
-		if prune && c < limit && !pidAlive(pid) {
-			r.releaseDead(e, pid)
+		if c < limit && !pidAlive(pid) {
+			if r.releaseDead(e, pid) {
+				pruned++
+			}
 			continue
 		}
 		if c < minc {
-			minc, found = c, true
+			minc, ok = c, true
 		}
 	}
-	return minc, found
+	return minc, ok, pruned
 }
 
 func (r *Ring) releaseDead(e regEntry, pid uint32) bool {

@@ -145,6 +145,9 @@ func (w *Writer) Push(p []byte) (uint64, error) {
 	if w.r.closed {
 		return 0, ErrClosed
 	}
+	if len(p) > w.r.layout.PayloadSize() {
+		return 0, w.errSize(p)
+	}
 	seq := w.next
 	if w.lossless && seq > w.gate && !w.openGate(seq) {
 		w.stats.Backpressure++
@@ -159,6 +162,9 @@ func (w *Writer) Push(p []byte) (uint64, error) {
 func (w *Writer) TryPush(p []byte) (uint64, error) {
 	if w.r.closed {
 		return 0, ErrClosed
+	}
+	if len(p) > w.r.layout.PayloadSize() {
+		return 0, w.errSize(p)
 	}
 	seq := w.next
 	if w.lossless && seq > w.gate && !w.openGate(seq) {
@@ -181,10 +187,14 @@ func (w *Writer) Store(seq uint64, p []byte) error {
 		return fmt.Errorf("%w: store of sequence %d, next is %d", ErrInvalid, seq, w.next)
 	}
 	if len(p) > w.r.layout.PayloadSize() {
-		return fmt.Errorf("%w: payload of %d bytes, slots hold %d", ErrInvalid, len(p), w.r.layout.PayloadSize())
+		return w.errSize(p)
 	}
 	w.store(seq, p)
 	return nil
+}
+
+func (w *Writer) errSize(p []byte) error {
+	return fmt.Errorf("%w: payload of %d bytes, slots hold %d", ErrInvalid, len(p), w.r.layout.PayloadSize())
 }
 
 // Publish makes every record up to seq visible (write_seq = seq) and wakes
@@ -233,7 +243,8 @@ func (w *Writer) openGate(seq uint64) bool {
 	capa := w.r.layout.Capacity
 	half := max(capa/2, 1)
 	limit := seq - min(seq, capa) + 1 // cursors below this block seq
-	minc, ok := w.r.minCursor(true, limit)
+	minc, ok, pruned := w.r.minCursor(limit)
+	w.stats.Pruned += uint64(pruned)
 	gate := seq - 1 + half
 	if ok && minc+capa-1 < gate {
 		gate = minc + capa - 1

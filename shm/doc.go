@@ -1,0 +1,66 @@
+// Package shm is ringfire's shared-memory ring, byte-compatible with
+// ringfire protocol v2, so C, Python and Rust readers attach to the rings it
+// writes and it reads theirs.
+//
+// One process writes a ring file (usually in /dev/shm); any number of
+// processes read it without system calls on the hot path. Records are
+// fixed-size (Producer[T], Consumer[T]) or a fixed metadata record plus a
+// variable-length blob in a byte arena (BlobProducer[M], BlobConsumer[M]).
+// Writer, Reader and Ring are the byte-oriented layer underneath, used by
+// replica to serve and mirror rings of any element type.
+//
+// # Ring file layout (little-endian)
+//
+//	0       +--------------------------------------------------------------+
+//	        | header, 128 bytes                                            |
+//	        |  0 magic "RINGFIRE"   8 version=2   12 element_size (stride) |
+//	        | 16 capacity  24 mask  32 write_seq  40 claim_seq             |
+//	        | 48 flags  52 futex_word  56 waiting_consumers                |
+//	        | 64 read_seq  72 schema_sig  80 arena_offset  88 arena_size   |
+//	        | 96 registry_offset  100 registry_count  104 slots_offset     |
+//	128     +--------------------------------------------------------------+
+//	        | reader registry (WITH_REGISTRY), 64 bytes per reader:        |
+//	        |  pid u32 | active u32 | cursor u64 | heartbeat u64 | name[32]|
+//	slots   +--------------------------------------------------------------+
+//	        | slot i = slots_offset + i*element_size:                      |
+//	        |  seq u64 (0 empty, MAX writing, N holds N) | payload         |
+//	        |  blob rings: payload = meta (rounded to 8) | descriptor:     |
+//	        |  offset u64 | len u32 | flags u32                            |
+//	arena   +--------------------------------------------------------------+
+//	        | arena header, 64 bytes: capacity | mask | reserved (bytes)  |
+//	        | arena data: blobs at offset & mask, 64-byte aligned          |
+//	        +--------------------------------------------------------------+
+//
+// Fixed rings put the slots at round_up(128 + 64 × readers, 64); blob rings
+// round the slots and the arena up to 128.
+//
+// # Protocol
+//
+// Message N lives in slot N & mask; the first message is 1. The writer swaps
+// the slot's sequence to MAX, copies the payload, stores N, then stores
+// write_seq = N and wakes futex sleepers only if waiting_consumers > 0. A
+// reader wanting c loads the slot sequence: c means copy the payload and
+// re-load, keeping the copy only if it still reads c; less than c (or MAX)
+// means not yet; more than c means lapped: the reader jumps to the oldest
+// retained record (write_seq − capacity + 1) and counts the skipped records
+// in Lapped. On SPARSE rings (mirrors) a slot that still holds an older
+// sequence once write_seq has passed it is a hole the reader skips.
+//
+// On LOSSLESS_BACKPRESSURE rings registered readers publish their cursor
+// after each copy and the writer never overwrites a record a live
+// registered reader still wants (liveness: kill(pid, 0)).
+//
+// # Memory model
+//
+// Every shared word is 4- or 8-byte aligned and accessed with sync/atomic
+// through pointers into the mapping (mapping_unsafe.go). Readers copy
+// payloads with 64-bit atomic loads (ordered on weak CPUs, silent under the
+// race detector); the writer copies with memmove between two atomic
+// operations. The Go garbage collector never sees the mapping; every object
+// fails with ErrClosed after Close instead of touching unmapped memory.
+//
+// Choices where compat.md is silent: unknown flag bits are refused; the
+// reader's default start mode is StartLatest; holes of sparse rings and
+// overwritten blobs count in Lapped; offset checkpoints commit the last
+// returned sequence.
+package shm

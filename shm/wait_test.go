@@ -1,0 +1,86 @@
+package shm
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestRecvWithEachStrategy(t *testing.T) {
+	for name, ws := range map[string]WaitStrategy{
+		"spin": BusySpin(), "yield": SpinYield(16), "futex": FutexWait(0), "futex-spin": FutexWait(64),
+	} {
+		t.Run(name, func(t *testing.T) {
+			p, path := newTickRing(t, ProducerOptions{Capacity: 64})
+			c := consumer(t, path, ReadOptions{Start: StartHead, Wait: &ws})
+			done := make(chan struct{})
+			defer func() { <-done }()
+			go func() {
+				defer close(done)
+				for i := uint64(1); i <= 200; i++ {
+					if i%50 == 0 {
+						time.Sleep(2 * time.Millisecond) // let the reader go to sleep
+					}
+					v := tick{Seq: i, Value: 3 * i}
+					p.Push(&v)
+				}
+			}()
+			var v tick
+			for i := uint64(1); i <= 200; i++ {
+				if err := c.Recv(&v, 5*time.Second); err != nil {
+					t.Fatalf("record %d: %v", i, err)
+				}
+				if v.Seq != i && c.Lapped() == 0 {
+					t.Fatalf("got %d want %d", v.Seq, i)
+				}
+				i = v.Seq
+			}
+		})
+	}
+}
+
+func TestRecvTimeout(t *testing.T) {
+	_, path := newTickRing(t, ProducerOptions{Capacity: 8})
+	for _, ws := range []WaitStrategy{BusySpin(), SpinYield(4), FutexWait(4)} {
+		c := consumer(t, path, ReadOptions{Wait: &ws})
+		var v tick
+		if err := c.Recv(&v, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("%+v: %v", ws, err)
+		}
+	}
+}
+
+// The producer makes the wake system call only when someone waits: the
+// futex word moves when a reader sleeps, and stays put when none does.
+func TestFutexWakesOnlyWhenWaiting(t *testing.T) {
+	p, path := newTickRing(t, ProducerOptions{Capacity: 64})
+	r := p.Writer().Ring()
+	pushTicks(t, p, 1, 10)
+	if r.futex.Load() != 0 || r.waiting.Load() != 0 {
+		t.Fatalf("futex %d waiting %d with no sleeper", r.futex.Load(), r.waiting.Load())
+	}
+	ws := FutexWait(0)
+	c := consumer(t, path, ReadOptions{Start: StartHead, Wait: &ws})
+	got := make(chan error, 1)
+	go func() {
+		var v tick
+		got <- c.Recv(&v, 10*time.Second)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.waiting.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	if r.waiting.Load() == 0 {
+		t.Fatal("reader never announced it was waiting")
+	}
+	pushTicks(t, p, 11, 11)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if r.futex.Load() == 0 {
+		t.Fatal("producer did not bump the futex word for a sleeper")
+	}
+	if w := r.waiting.Load(); w != 0 {
+		t.Fatalf("waiting_consumers left at %d", w)
+	}
+}
