@@ -87,19 +87,32 @@ type BlackboardOptions struct {
 // bbView is the part shared by the writer and reader handles.
 type bbView struct {
 	m        *mapping // nil once closed
-	slots    uint64
+	slots    uint64   // key bound; 0 once closed, so one compare checks both
 	slotSize uint64
+	keys     int // slot count, kept after Close for Slots
 }
 
-// slot returns the offset of key's slot, or ErrClosed / ErrInvalid.
+// slot returns the offset of key's slot, or ErrClosed / ErrInvalid. It is
+// small enough to inline; the error is built out of line.
 func (v *bbView) slot(key int) (uint64, error) {
-	if v.m == nil {
-		return 0, ErrClosed
-	}
-	if key < 0 || uint64(key) >= v.slots {
-		return 0, fmt.Errorf("%w: blackboard key %d out of range [0, %d)", ErrInvalid, key, v.slots)
+	if uint64(key) >= v.slots { // a negative key wraps to a huge one
+		return 0, v.slotErr(key)
 	}
 	return bbHeaderSize + uint64(key)*v.slotSize, nil
+}
+
+// close unmaps the view; every later slot lookup fails with ErrClosed.
+func (v *bbView) close() error {
+	err := v.m.unmap()
+	v.m, v.slots = nil, 0
+	return err
+}
+
+func (v *bbView) slotErr(key int) error {
+	if v.m == nil {
+		return ErrClosed
+	}
+	return fmt.Errorf("%w: blackboard key %d out of range [0, %d)", ErrInvalid, key, v.keys)
 }
 
 // BlackboardWriter is the single writer of a blackboard file. It holds the
@@ -151,7 +164,7 @@ func CreateBlackboard[T any](path string, slots int, opts BlackboardOptions) (*B
 	m.u32(bbOffSlotSize).Store(uint32(slotSize))
 	m.u32(bbOffSlotCount).Store(uint32(slots))
 	m.u64(bbOffMagic).Store(bbMagic)
-	return &BlackboardWriter[T]{f: f, v: bbView{m: m, slots: uint64(slots), slotSize: slotSize}}, nil
+	return &BlackboardWriter[T]{f: f, v: bbView{m: m, slots: uint64(slots), slotSize: slotSize, keys: slots}}, nil
 }
 
 // bbSameGeometry is createLocked's inspect callback: it refuses (with
@@ -199,7 +212,7 @@ func (w *BlackboardWriter[T]) Write(key int, v *T) error {
 }
 
 // Slots returns the number of keys. It keeps answering after Close.
-func (w *BlackboardWriter[T]) Slots() int { return int(w.v.slots) }
+func (w *BlackboardWriter[T]) Slots() int { return w.v.keys }
 
 // Close unmaps the file and releases the flock. The file stays on disk with
 // the last values, readable by attached and future readers, until a new
@@ -209,8 +222,7 @@ func (w *BlackboardWriter[T]) Close() error {
 	if w.v.m == nil {
 		return ErrClosed
 	}
-	err := w.v.m.unmap()
-	w.v.m = nil
+	err := w.v.close()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
@@ -271,7 +283,7 @@ func bbValidate(m *mapping, valueSize uint64, typeName string) (bbView, error) {
 		return bbView{}, fieldErr(ErrTruncated, "slot_count", slots, "%d slots of %d bytes need %d bytes; the file has %d",
 			slots, slotSize, need, fileSize)
 	}
-	return bbView{m: m, slots: slots, slotSize: slotSize}, nil
+	return bbView{m: m, slots: slots, slotSize: slotSize, keys: int(slots)}, nil
 }
 
 // Read copies the latest value of key into *v. ok is false (and *v is left
@@ -288,9 +300,25 @@ func (b *Blackboard[T]) Read(key int, v *T) (ok bool, err error) {
 	if v == nil {
 		return false, fmt.Errorf("%w: nil value", ErrInvalid)
 	}
-	m := b.v.m
-	word := m.u64(off)
+	// Fast path: one stable copy, no loop.
+	word := b.v.m.u64(off)
 	dst := bytesOf(v)
+	if seq := word.Load(); seq&1 == 0 {
+		if seq == 0 {
+			return false, nil
+		}
+		b.v.m.loadWords(dst, off+bbSeqSize)
+		if word.Load() == seq {
+			return true, nil
+		}
+	}
+	return b.v.readSlow(key, off, dst)
+}
+
+// readSlow is Read's retry loop, for a slot being written or changing
+// under the copy.
+func (v *bbView) readSlow(key int, off uint64, dst []byte) (bool, error) {
+	word := v.m.u64(off)
 	var (
 		spins      uint32
 		stallSeq   uint64 // odd word seen at the last clock check, 0 if none
@@ -298,12 +326,12 @@ func (b *Blackboard[T]) Read(key int, v *T) (ok bool, err error) {
 	)
 	for {
 		seq := word.Load()
-		if seq == 0 {
+		if seq == 0 { // cannot happen (the word never returns to 0); be safe
 			return false, nil
 		}
 		if seq&1 == 0 {
-			m.loadWords(dst, off+bbSeqSize)
-			if true {
+			v.m.loadWords(dst, off+bbSeqSize)
+			if word.Load() == seq {
 				return true, nil
 			}
 		}
@@ -324,14 +352,12 @@ func (b *Blackboard[T]) Read(key int, v *T) (ok bool, err error) {
 }
 
 // Slots returns the number of keys. It keeps answering after Close.
-func (b *Blackboard[T]) Slots() int { return int(b.v.slots) }
+func (b *Blackboard[T]) Slots() int { return b.v.keys }
 
 // Close unmaps the blackboard. Further calls return ErrClosed.
 func (b *Blackboard[T]) Close() error {
 	if b.v.m == nil {
 		return ErrClosed
 	}
-	err := b.v.m.unmap()
-	b.v.m = nil
-	return err
+	return b.v.close()
 }

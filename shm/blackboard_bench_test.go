@@ -1,29 +1,18 @@
 package shm
 
-import (
-	"path/filepath"
-	"testing"
-)
+import "testing"
 
 const bbBenchSlots = 64
 
+// bbBenchSetup creates a blackboard with every key written and opens a
+// separate reader on it.
 func bbBenchSetup(b *testing.B) (*BlackboardWriter[bbQuote], *Blackboard[bbQuote]) {
-	b.Helper()
-	path := filepath.Join(b.TempDir(), "bb.bin")
-	w, err := CreateBlackboard[bbQuote](path, bbBenchSlots, BlackboardOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { w.Close() })
+	path := bbPath(b)
+	w := bbCreate[bbQuote](b, path, bbBenchSlots)
 	for k := range bbBenchSlots {
 		w.Write(k, &bbQuote{Bid: uint64(k), Ask: uint64(k)})
 	}
-	r, err := OpenBlackboard[bbQuote](path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { r.Close() })
-	return w, r
+	return w, bbOpen[bbQuote](b, path)
 }
 
 // BenchmarkBlackboardRead: one uncontended 16-byte read, warm cache.
@@ -56,8 +45,8 @@ func BenchmarkBlackboardWrite(b *testing.B) {
 	}
 }
 
-// BenchmarkBlackboardReadParallel: GOMAXPROCS goroutines reading one
-// shared Blackboard handle (no writer).
+// BenchmarkBlackboardReadParallel: GOMAXPROCS goroutines reading through
+// one shared Blackboard handle, no writer.
 func BenchmarkBlackboardReadParallel(b *testing.B) {
 	_, r := bbBenchSetup(b)
 	b.ReportAllocs()
