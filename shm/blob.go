@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -240,16 +241,13 @@ func (c *BlobConsumer[M]) Recv(meta *M, buf []byte, timeout time.Duration) (int,
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
-	for i := 0; ; i++ {
-		n, ok, err := c.TryRecv(meta, buf)
-		if err != nil || ok {
-			return n, err
-		}
-		if timeout > 0 && i&63 == 63 && time.Now().After(deadline) {
-			return 0, ErrTimeout
-		}
-		c.rd.wait.pause(c.rd.r, c.rd.next, i, deadline)
-	}
+	return waitFor(c.rd, nil, deadline, func() (int, bool, error) { return c.TryRecv(meta, buf) })
+}
+
+// RecvContext waits for the next blob until ctx is done.
+func (c *BlobConsumer[M]) RecvContext(ctx context.Context, meta *M, buf []byte) (int, error) {
+	deadline, _ := ctx.Deadline()
+	return waitFor(c.rd, ctx, deadline, func() (int, bool, error) { return c.TryRecv(meta, buf) })
 }
 
 // View calls fn with the next record's metadata and its blob bytes in place

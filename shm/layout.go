@@ -273,7 +273,10 @@ func ParseHeader(b []byte, fileSize uint64) (Header, error) {
 	if overflow, end := bits.Mul64(h.Capacity, uint64(h.ElementSize)); overflow != 0 || end > fileSize || h.SlotsOffset > fileSize-end {
 		return h, fieldErr(ErrTruncated, "slots", h.SlotsOffset, "%d slots of %d bytes do not fit the %d-byte file", h.Capacity, h.ElementSize, fileSize)
 	}
-	if h.Flags&FlagArena != 0 && (h.ArenaOffset > fileSize || fileSize-h.ArenaOffset < ArenaHeaderSize+h.ArenaSize) {
+	if h.Flags&FlagArena != 0 && h.ArenaOffset > fileSize {
+		return h, fieldErr(ErrTruncated, "arena_offset", h.ArenaOffset, "beyond the end of the %d-byte file", fileSize)
+	}
+	if h.Flags&FlagArena != 0 && fileSize-h.ArenaOffset < ArenaHeaderSize+h.ArenaSize {
 		return h, fieldErr(ErrTruncated, "arena_size", h.ArenaSize, "arena at %d does not fit the %d-byte file", h.ArenaOffset, fileSize)
 	}
 	return h, nil

@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -51,11 +52,29 @@ type Reader struct {
 	ckpt   *checkpoint
 }
 
-// OpenReader attaches a reader to the ring at path.
+// OpenReader attaches a reader to the ring at path. The ring is mapped
+// read-only unless the reader registers (the ring has a registry and
+// NoRegister is not set) or sleeps on the futex (it announces itself in
+// waiting_consumers). A lossy ring whose file the caller may not write is
+// read unregistered, and a futex wait then degrades to short sleeps.
 func OpenReader(path string, opts ReadOptions) (*Reader, error) {
-	r, err := Open(path, OpenOptions{Writable: !opts.NoRegister})
+	r, err := Open(path, OpenOptions{})
 	if err != nil {
 		return nil, err
+	}
+	register := !opts.NoRegister && r.layout.RegistryCount > 0
+	if register || (opts.Wait != nil && opts.Wait.kind == waitFutex) {
+		rw, err := Open(path, OpenOptions{Writable: true})
+		switch {
+		case err == nil:
+			r.Close()
+			r = rw
+		case register && r.layout.Flags&FlagLossless != 0:
+			r.Close()
+			return nil, fmt.Errorf("open reader %s: registering needs write access: %w", path, err)
+		default:
+			opts.NoRegister = true
+		}
 	}
 	rd, err := newReader(r, opts)
 	if err != nil {
@@ -145,6 +164,9 @@ func (rd *Reader) TryRecv(dst []byte) (seq uint64, ok bool) {
 // once at their end).
 func (rd *Reader) poll(dst []byte) (uint64, bool) {
 	r := rd.r
+	if n := r.layout.PayloadSize(); len(dst) > n {
+		dst = dst[:n]
+	}
 	for range 4 { // a lap or a hole moves the cursor; retry a few times
 		c := rd.next
 		s, ok := r.readSlot(c, dst)
@@ -154,18 +176,13 @@ func (rd *Reader) poll(dst []byte) (uint64, bool) {
 			rd.recv++
 			return c, true
 		}
-		switch {
-		case s == c:
-			// readSlot saw c, then something else: impossible (ok would be set).
-		case s == SlotWriting:
-			if r.writeSeq.Load() < c {
-				return 0, false // being written now
-			}
-			rd.lap(c, s) // overwritten mid-copy, or being overwritten
-		case s > c:
+		switch st, s := r.classify(c, s); st {
+		case SlotNotYet:
+			return 0, false
+		case SlotOverwritten:
 			rd.lap(c, s)
-		default: // s < c: not written yet, or a hole in a sparse ring
-			if !rd.sparse || r.writeSeq.Load() < c {
+		case SlotHole:
+			if !rd.sparse {
 				return 0, false
 			}
 			rd.skipHoles(c)
@@ -208,15 +225,43 @@ func (rd *Reader) Recv(dst []byte, timeout time.Duration) (uint64, error) {
 	if timeout > 0 {
 		deadline = time.Now().Add(timeout)
 	}
+	return rd.recvUntil(nil, deadline, dst)
+}
+
+// RecvContext waits for the next record until ctx is done, returning ctx's
+// error then. A futex sleep notices cancellation within DefaultMaxSleep.
+func (rd *Reader) RecvContext(ctx context.Context, dst []byte) (uint64, error) {
+	deadline, _ := ctx.Deadline()
+	return rd.recvUntil(ctx, deadline, dst)
+}
+
+func (rd *Reader) recvUntil(ctx context.Context, deadline time.Time, dst []byte) (uint64, error) {
+	return waitFor(rd, ctx, deadline, func() (uint64, bool, error) {
+		seq, ok := rd.TryRecv(dst)
+		return seq, ok, nil
+	})
+}
+
+// waitFor polls try with the reader's wait strategy until it yields a
+// record or an error, the deadline passes (ErrTimeout) or ctx is done.
+func waitFor[R any](rd *Reader, ctx context.Context, deadline time.Time, try func() (R, bool, error)) (R, error) {
 	for i := 0; ; i++ {
 		if rd.r.closed {
-			return 0, ErrClosed
+			var zero R
+			return zero, ErrClosed
 		}
-		if seq, ok := rd.TryRecv(dst); ok {
-			return seq, nil
+		if v, ok, err := try(); ok || err != nil {
+			return v, err
 		}
-		if timeout > 0 && i&63 == 63 && time.Now().After(deadline) {
-			return 0, ErrTimeout
+		if i&63 == 63 {
+			if ctx != nil && ctx.Err() != nil {
+				var zero R
+				return zero, ctx.Err()
+			}
+			if !deadline.IsZero() && time.Now().After(deadline) {
+				var zero R
+				return zero, ErrTimeout
+			}
 		}
 		rd.wait.pause(rd.r, rd.next, i, deadline)
 	}

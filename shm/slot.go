@@ -46,6 +46,30 @@ func (r *Ring) readSlot(seq uint64, dst []byte) (uint64, bool) {
 	return s2, s2 == seq
 }
 
+// classify says what a failed read of record seq means, s being the slot
+// sequence the read saw. write_seq is loaded first and the slot again after
+// it: the writer stores a slot before it publishes write_seq, so a record
+// published between the two loads shows up as SlotReady (retry the read)
+// instead of passing for a lap or a hole.
+func (r *Ring) classify(seq, s uint64) (SlotState, uint64) {
+	if s != SlotWriting && s > seq {
+		return SlotOverwritten, s
+	}
+	w := r.writeSeq.Load()
+	s = r.slotSeq(seq).Load()
+	switch {
+	case s == seq:
+		return SlotReady, s
+	case s != SlotWriting && s > seq:
+		return SlotOverwritten, s
+	case w < seq:
+		return SlotNotYet, s
+	case s == SlotWriting: // record seq was complete when w was loaded
+		return SlotOverwritten, s
+	}
+	return SlotHole, s
+}
+
 // ReadSlot copies the payload of record seq into dst (at most the slot's
 // payload size) without registering as a reader: the raw slot API replica
 // code uses to serve rings of any element type. A torn copy is never
@@ -60,19 +84,14 @@ func (r *Ring) ReadSlot(seq uint64, dst []byte) (SlotState, error) {
 	if len(dst) > r.layout.PayloadSize() {
 		dst = dst[:r.layout.PayloadSize()]
 	}
-	s, ok := r.readSlot(seq, dst)
-	switch {
-	case ok:
-		return SlotReady, nil
-	case s == SlotWriting:
-		if r.writeSeq.Load() >= seq {
-			return SlotOverwritten, nil
+	for range 4 {
+		s, ok := r.readSlot(seq, dst)
+		if ok {
+			return SlotReady, nil
 		}
-		return SlotNotYet, nil
-	case s > seq:
-		return SlotOverwritten, nil
-	case r.writeSeq.Load() >= seq:
-		return SlotHole, nil
+		if st, _ := r.classify(seq, s); st != SlotReady {
+			return st, nil
+		}
 	}
 	return SlotNotYet, nil
 }

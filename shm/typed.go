@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -44,6 +45,11 @@ func NewProducer[T any](path string, opts ProducerOptions) (*Producer[T], error)
 // lossless ring it waits for the slowest live registered reader.
 func (p *Producer[T]) Push(v *T) (uint64, error) { return p.w.Push(bytesOf(v)) }
 
+// PushContext is Push whose wait for readers ends when ctx is done.
+func (p *Producer[T]) PushContext(ctx context.Context, v *T) (uint64, error) {
+	return p.w.PushContext(ctx, bytesOf(v))
+}
+
 // TryPush is Push that fails with ErrBackpressure instead of waiting.
 func (p *Producer[T]) TryPush(v *T) (uint64, error) { return p.w.TryPush(bytesOf(v)) }
 
@@ -85,6 +91,12 @@ func (c *Consumer[T]) TryRecv(v *T) bool {
 // Recv waits for the next record (at most timeout, 0: forever).
 func (c *Consumer[T]) Recv(v *T, timeout time.Duration) error {
 	_, err := c.rd.Recv(bytesOf(v), timeout)
+	return err
+}
+
+// RecvContext waits for the next record until ctx is done.
+func (c *Consumer[T]) RecvContext(ctx context.Context, v *T) error {
+	_, err := c.rd.RecvContext(ctx, bytesOf(v))
 	return err
 }
 

@@ -57,6 +57,10 @@ func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
 			return
 		}
 	}
+	if !r.m.writable { // cannot announce itself: the producer would not wake it
+		time.Sleep(min(d, 50*time.Microsecond))
+		return
+	}
 	// Load the futex word before announcing ourselves and re-checking: a
 	// publish after this load changes the word, so FUTEX_WAIT returns at once.
 	fw := r.futex.Load()

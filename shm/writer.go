@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -141,7 +142,11 @@ func (w *Writer) Stats() WriterStats { return w.stats }
 // Push writes p as the next record and publishes it. On a lossless ring it
 // waits (spin, yield, then short sleeps, pruning dead readers) while the
 // slowest live registered reader is a full ring behind.
-func (w *Writer) Push(p []byte) (uint64, error) {
+func (w *Writer) Push(p []byte) (uint64, error) { return w.PushContext(nil, p) }
+
+// PushContext is Push whose wait for a lossless ring's readers ends with
+// ctx's error when ctx is done (ctx may be nil: wait forever).
+func (w *Writer) PushContext(ctx context.Context, p []byte) (uint64, error) {
 	if w.r.closed {
 		return 0, ErrClosed
 	}
@@ -151,7 +156,9 @@ func (w *Writer) Push(p []byte) (uint64, error) {
 	seq := w.next
 	if w.lossless && seq > w.gate && !w.openGate(seq) {
 		w.stats.Backpressure++
-		w.waitGate(seq)
+		if err := w.waitGate(ctx, seq); err != nil {
+			return 0, err
+		}
 	}
 	w.store(seq, p)
 	w.publish(seq)
@@ -255,7 +262,7 @@ func (w *Writer) openGate(seq uint64) bool {
 
 // waitGate blocks until seq may be written: spin, then yield, then sleeps
 // growing to 1 ms, rescanning (and pruning dead readers) each round.
-func (w *Writer) waitGate(seq uint64) {
+func (w *Writer) waitGate(ctx context.Context, seq uint64) error {
 	sleep := 20 * time.Microsecond
 	for i := 0; ; i++ {
 		switch {
@@ -263,11 +270,14 @@ func (w *Writer) waitGate(seq uint64) {
 		case i < 128:
 			runtime.Gosched()
 		default:
+			if ctx != nil && ctx.Err() != nil {
+				return fmt.Errorf("push %d: %w", seq, ctx.Err())
+			}
 			time.Sleep(sleep)
 			sleep = min(2*sleep, time.Millisecond)
 		}
 		if w.openGate(seq) {
-			return
+			return nil
 		}
 	}
 }
