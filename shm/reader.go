@@ -14,7 +14,9 @@ const (
 	StartLatest StartMode = iota
 	// StartHead waits for records published after attaching (write_seq + 1).
 	StartHead
-	// StartOldest replays everything the ring still retains.
+	// StartOldest replays everything the ring still retains. On a busy
+	// lossless ring the producer sees a new registration within half a
+	// ring, so the first records may already be gone: they count as lapped.
 	StartOldest
 	// StartSequence starts at ReadOptions.Sequence, clamped to the oldest
 	// retained record (the skipped ones count as lapped).
