@@ -1,0 +1,433 @@
+package shm
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/internal/ipcbench"
+)
+
+// Two-process round trips. The benchmark process re-executes its own test
+// binary with -test.run=^TestPingPongEchoHelper$ and the ppEnv variable
+// describing the echo to run:
+//
+//   - ring: the child attaches to ring A as a consumer, creates ring B as
+//     its producer and pushes every 56-byte record (64-byte slot) it
+//     receives on A back on B, until the stop record (sequence ppStopSeq);
+//   - unix, pipe, tcp: the child echoes 64-byte messages over the transport
+//     (internal/ipcbench) until the parent closes its end.
+//
+// The child also exits when its parent dies or after ppLimit (a watchdog),
+// so that no echo process outlives its benchmark. Every op is one message
+// out and its echo back, fully compared.
+
+const (
+	ppEnv          = "RINGFIRE_PINGPONG_ECHO"
+	ppStopSeq      = ^uint64(0) // ring: the record that asks the echo child to exit
+	ppCap          = 64         // slots of the ping-pong rings (one record is ever in flight)
+	ppRecvTimeout  = 5 * time.Second
+	ppStartTimeout = 10 * time.Second
+	ppStopGrace    = 5 * time.Second
+)
+
+// ppConfig is what the parent hands the echo child, as JSON in ppEnv.
+type ppConfig struct {
+	Kind   string        `json:"kind"`   // "ring", or an ipcbench.Transport
+	Wait   string        `json:"wait"`   // ring: "spin" or "futex"
+	A      string        `json:"a"`      // ring: parent → child ring (the child consumes it)
+	B      string        `json:"b"`      // ring: child → parent ring (the child creates it)
+	Addr   string        `json:"addr"`   // tcp: the parent's listener
+	Parent int           `json:"parent"` // the parent's pid, for the watchdog
+	Limit  time.Duration `json:"limit"`  // the child's lifetime bound
+}
+
+func ppWait(name string) (WaitStrategy, error) {
+	switch name {
+	case "spin":
+		return BusySpin(), nil
+	case "futex":
+		return FutexWait(32), nil
+	}
+	return WaitStrategy{}, fmt.Errorf("unknown wait mode %q", name)
+}
+
+// TestPingPongEchoHelper is the echo child of the ping-pong benchmarks and
+// of TestPingPongRoundTrips. It is not a test: without ppEnv it skips.
+func TestPingPongEchoHelper(t *testing.T) {
+	v := os.Getenv(ppEnv)
+	if v == "" {
+		t.Skip("echo child of the ping-pong benchmarks; runs only when they re-execute the test binary")
+	}
+	var cfg ppConfig
+	if err := json.Unmarshal([]byte(v), &cfg); err != nil {
+		t.Fatalf("%s: %v", ppEnv, err)
+	}
+	if cfg.Limit <= 0 {
+		cfg.Limit = time.Minute
+	}
+	ipcbench.Watchdog(cfg.Parent, cfg.Limit)
+	deadline := time.Now().Add(cfg.Limit)
+	var err error
+	if cfg.Kind == "ring" {
+		err = ppEchoRing(cfg, deadline)
+	} else {
+		_, err = ipcbench.ServeChild(ipcbench.Transport(cfg.Kind), cfg.Addr, deadline)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ppPinned says whether the two sides of a ring ping-pong with this wait
+// mode are pinned to distinct cores. Only busy-spinners are: sleeping
+// waiters (futex, like the kernel transports) are left to the scheduler,
+// which may run both ends on one core.
+func ppPinned(wait string) bool { return wait == "spin" }
+
+// ppPin locks the calling goroutine to its OS thread and binds that thread
+// to the idx-th CPU the process may run on (the parent takes 0, the echo
+// child 1), so that the two waiting sides of a ring ping-pong never share a
+// core: two busy-spinners on one core hand over only at scheduler ticks
+// (milliseconds). With fewer than two CPUs it only locks the thread. The
+// returned function restores the thread's CPU mask and unlocks it. Spawn
+// children before pinning: they inherit the forking thread's mask.
+func ppPin(idx int) (undo func()) {
+	runtime.LockOSThread()
+	var old unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil || old.Count() < 2 {
+		return runtime.UnlockOSThread
+	}
+	cpu, seen := -1, 0
+	for c := range 1024 {
+		if old.IsSet(c) {
+			if seen == idx%old.Count() {
+				cpu = c
+				break
+			}
+			seen++
+		}
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return runtime.UnlockOSThread
+	}
+	return func() {
+		unix.SchedSetaffinity(0, &old)
+		runtime.UnlockOSThread()
+	}
+}
+
+// ppEchoRing is the ring echo of the child: records from A go back on B.
+func ppEchoRing(cfg ppConfig, deadline time.Time) error {
+	ws, err := ppWait(cfg.Wait)
+	if err != nil {
+		return err
+	}
+	if ppPinned(cfg.Wait) {
+		defer ppPin(1)()
+	}
+	c, err := NewConsumer[benchMsg](cfg.A, ReadOptions{Start: StartOldest, Wait: &ws, Name: "pingpong-echo"})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	p, err := NewProducer[benchMsg](cfg.B, ProducerOptions{Capacity: ppCap})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var m benchMsg
+	reported := uint64(0)
+	for {
+		err := c.Recv(&m, time.Second)
+		if errors.Is(err, ErrTimeout) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("echo: no stop record before the deadline (%d echoed)", c.Reader().Received())
+			}
+			// Idle for a second: say where the reader stands, once per
+			// position, for the parent's error message if it is waiting.
+			if rd := c.Reader(); rd.Next() != reported {
+				reported = rd.Next()
+				fmt.Fprintf(os.Stderr, "echo child: idle 1s on ring A: received %d, lapped %d, next %d, A write_seq %d\n",
+					rd.Received(), rd.Lapped(), rd.Next(), rd.Ring().WriteSeq())
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("echo: receive: %w", err)
+		}
+		if m.Seq == ppStopSeq {
+			return nil
+		}
+		if _, err := p.Push(&m); err != nil {
+			return fmt.Errorf("echo: push %d: %w", m.Seq, err)
+		}
+	}
+}
+
+// ppLimit is the echo child's lifetime: a minute, plus room for a long
+// -test.benchtime.
+func ppLimit() time.Duration {
+	limit := time.Minute
+	if f := flag.Lookup("test.benchtime"); f != nil {
+		s := f.Value.String()
+		if d, err := time.ParseDuration(s); err == nil {
+			limit += 3 * d
+		} else if n, err := strconv.Atoi(strings.TrimSuffix(s, "x")); err == nil {
+			limit += time.Duration(n) * 100 * time.Microsecond // generous per round trip
+		}
+	}
+	return limit
+}
+
+// ppSpawn starts the echo child for cfg with files as its descriptors 3...
+// It is killed and reaped when tb ends, whatever happens.
+func ppSpawn(tb testing.TB, cfg ppConfig, files []*os.File) *ipcbench.Child {
+	tb.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Parent = os.Getpid()
+	cfg.Limit = ppLimit()
+	js, err := json.Marshal(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	args := []string{exe, "-test.run=^TestPingPongEchoHelper$", "-test.count=1",
+		"-test.timeout=" + (cfg.Limit + 30*time.Second).String()}
+	child, err := ipcbench.StartChild(args, []string{ppEnv + "=" + string(js)}, files)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { child.Stop(0) })
+	return child
+}
+
+// ppRing is the parent side of a ring ping-pong.
+type ppRing struct {
+	p       *Producer[benchMsg] // ring A
+	c       *Consumer[benchMsg] // ring B
+	child   *ipcbench.Child
+	seq     uint64
+	out, in benchMsg
+}
+
+// ppStartRing creates ring A, starts the echo child with the given wait
+// mode and attaches to ring B once the child has created it.
+func ppStartRing(tb testing.TB, wait string) *ppRing {
+	tb.Helper()
+	ws, err := ppWait(wait)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	dir := benchDir(tb)
+	a, b := filepath.Join(dir, "ping-a"), filepath.Join(dir, "pong-b")
+	p, err := NewProducer[benchMsg](a, ProducerOptions{Capacity: ppCap})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { p.Close() })
+	r := &ppRing{p: p}
+	for i := range r.out.Pay {
+		r.out.Pay[i] = byte(0xA5 ^ i)
+	}
+	r.child = ppSpawn(tb, ppConfig{Kind: "ring", Wait: wait, A: a, B: b}, nil)
+
+	// Wait (bounded) until B exists and is a complete ring: before the
+	// child has stored its magic, NewConsumer fails (not found, truncated,
+	// bad magic).
+	deadline := time.Now().Add(ppStartTimeout)
+	for {
+		c, err := NewConsumer[benchMsg](b, ReadOptions{Start: StartOldest, Wait: &ws, Name: "pingpong-parent"})
+		if err == nil {
+			r.c = c
+			tb.Cleanup(func() { c.Close() })
+			return r
+		}
+		select {
+		case <-r.child.Done():
+			tb.Fatalf("echo child exited before creating ring B: %v", r.child.Stop(0))
+		default:
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("ring B not attachable after %v: %v; child output:\n%s", ppStartTimeout, err, r.child.Output())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// roundTrip pushes the next record on A and waits (with the consumer's
+// strategy, at most ppRecvTimeout) for its echo on B, comparing all of it.
+func (r *ppRing) roundTrip() error {
+	r.seq++
+	benchStamp(&r.out, r.seq)
+	if _, err := r.p.Push(&r.out); err != nil {
+		return fmt.Errorf("push %d: %w", r.seq, err)
+	}
+	if err := r.c.Recv(&r.in, ppRecvTimeout); err != nil {
+		rd := r.c.Reader()
+		return fmt.Errorf("echo of %d: %w (ring B: write_seq %d; parent reader: received %d, lapped %d, next %d); child output:\n%s",
+			r.seq, err, rd.Ring().WriteSeq(), rd.Received(), rd.Lapped(), rd.Next(), r.child.Output())
+	}
+	if r.in != r.out {
+		return fmt.Errorf("echo of %d differs:\n sent %+v\n  got %+v", r.seq, r.out, r.in)
+	}
+	return nil
+}
+
+// stop sends the stop record and waits for the child to exit cleanly (it
+// is killed after ppStopGrace) and be reaped.
+func (r *ppRing) stop() error {
+	var m benchMsg
+	m.Seq = ppStopSeq
+	if _, err := r.p.Push(&m); err != nil {
+		return err
+	}
+	return r.child.Stop(ppStopGrace)
+}
+
+func benchRingPingPong(b *testing.B, wait string) {
+	r := ppStartRing(b, wait)
+	if ppPinned(wait) {
+		defer ppPin(0)()
+	}
+	b.ReportAllocs()
+	cs := ipcbench.CtxSwitchesSelf()
+	for b.Loop() {
+		if err := r.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cs = ipcbench.CtxSwitchesSelf() - cs
+	if err := r.stop(); err != nil {
+		b.Fatal(err)
+	}
+	ppReportCtxSwitches(b, cs, r.child)
+}
+
+// ppReportCtxSwitches reports the context switches per round trip of both
+// processes: the parent's during the timed loop plus the child's over its
+// whole life (start-up and exit included, a few hundred at most). It tells
+// how often a side actually went to sleep.
+func ppReportCtxSwitches(b *testing.B, parent int64, child *ipcbench.Child) {
+	if n, ok := child.CtxSwitches(); ok && b.N > 0 {
+		b.ReportMetric(float64(parent+n)/float64(b.N), "ctxsw/op")
+	}
+}
+
+// BenchmarkPingPongSpin: a 64-byte round trip through two rings to an echo
+// process, both sides waiting with BusySpin, each on its own pinned core.
+func BenchmarkPingPongSpin(b *testing.B) { benchRingPingPong(b, "spin") }
+
+// BenchmarkPingPongFutex: the same with FutexWait(32) on both sides.
+func BenchmarkPingPongFutex(b *testing.B) { benchRingPingPong(b, "futex") }
+
+// ppStartTransport sets up a kernel transport to an echo child.
+func ppStartTransport(tb testing.TB, tr ipcbench.Transport) (*ipcbench.Client, *ipcbench.Child) {
+	tb.Helper()
+	l, err := ipcbench.NewLink(tr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	child := ppSpawn(tb, ppConfig{Kind: string(tr), Addr: l.Addr()}, l.ChildFiles())
+	c, err := l.Connect(ppStartTimeout)
+	if err != nil {
+		tb.Fatalf("%v; child output:\n%s", err, child.Output())
+	}
+	tb.Cleanup(func() { c.Close() })
+	// One deadline for the whole run (per-op deadlines would be measured):
+	// the child's own limit ends it before then anyway.
+	if err := c.SetDeadline(time.Now().Add(ppLimit() + ppStartTimeout)); err != nil {
+		tb.Fatal(err)
+	}
+	return c, child
+}
+
+// ppStopTransport closes the parent's end, which makes the child see end
+// of file and exit, then reaps it (killing it after ppStopGrace).
+func ppStopTransport(c *ipcbench.Client, child *ipcbench.Child) error {
+	return errors.Join(c.Close(), child.Stop(ppStopGrace))
+}
+
+func benchTransportPingPong(b *testing.B, tr ipcbench.Transport) {
+	c, child := ppStartTransport(b, tr)
+	b.ReportAllocs()
+	cs := ipcbench.CtxSwitchesSelf()
+	for b.Loop() {
+		if err := c.RoundTrip(); err != nil {
+			b.Fatalf("%v; child output:\n%s", err, child.Output())
+		}
+	}
+	cs = ipcbench.CtxSwitchesSelf() - cs
+	if err := ppStopTransport(c, child); err != nil {
+		b.Fatal(err)
+	}
+	ppReportCtxSwitches(b, cs, child)
+}
+
+// BenchmarkPingPongUnix: a 64-byte round trip to an echo process over a
+// Unix domain stream socket (socketpair).
+func BenchmarkPingPongUnix(b *testing.B) { benchTransportPingPong(b, ipcbench.Unix) }
+
+// BenchmarkPingPongPipe: the same over two pipes.
+func BenchmarkPingPongPipe(b *testing.B) { benchTransportPingPong(b, ipcbench.Pipe) }
+
+// BenchmarkPingPongTCP: the same over TCP loopback with TCP_NODELAY.
+func BenchmarkPingPongTCP(b *testing.B) { benchTransportPingPong(b, ipcbench.TCP) }
+
+// TestPingPongRoundTrips runs a few hundred round trips of every ping-pong
+// case against a real echo process, checks that the child exits cleanly,
+// and that a round trip allocates nothing.
+func TestPingPongRoundTrips(t *testing.T) {
+	const rounds = 300
+	for _, wait := range []string{"spin", "futex"} {
+		t.Run("ring-"+wait, func(t *testing.T) {
+			r := ppStartRing(t, wait)
+			if ppPinned(wait) {
+				defer ppPin(0)()
+			}
+			for range rounds {
+				if err := r.roundTrip(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if a := testing.AllocsPerRun(100, func() {
+				if err := r.roundTrip(); err != nil {
+					t.Fatal(err)
+				}
+			}); a != 0 {
+				t.Errorf("ring round trip: %v allocations, want 0", a)
+			}
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	for _, tr := range ipcbench.Transports() {
+		t.Run(string(tr), func(t *testing.T) {
+			c, child := ppStartTransport(t, tr)
+			for range rounds {
+				if err := c.RoundTrip(); err != nil {
+					t.Fatalf("%v; child output:\n%s", err, child.Output())
+				}
+			}
+			if err := ppStopTransport(c, child); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
