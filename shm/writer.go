@@ -147,26 +147,13 @@ func (w *Writer) Push(p []byte) (uint64, error) { return w.PushContext(nil, p) }
 // PushContext is Push whose wait for a lossless ring's readers ends with
 // ctx's error when ctx is done (ctx may be nil: wait forever).
 func (w *Writer) PushContext(ctx context.Context, p []byte) (uint64, error) {
-	if w.r.closed {
-		return 0, ErrClosed
-	}
-	if len(p) > w.r.layout.PayloadSize() {
-		return 0, w.errSize(p)
-	}
-	seq := w.next
-	if w.lossless && seq > w.gate && !w.openGate(seq) {
-		w.stats.Backpressure++
-		if err := w.waitGate(ctx, seq); err != nil {
-			return 0, err
-		}
-	}
-	w.store(seq, p)
-	w.publish(seq)
-	return seq, nil
+	return w.push(ctx, p, true)
 }
 
 // TryPush is Push that returns ErrBackpressure instead of waiting.
-func (w *Writer) TryPush(p []byte) (uint64, error) {
+func (w *Writer) TryPush(p []byte) (uint64, error) { return w.push(nil, p, false) }
+
+func (w *Writer) push(ctx context.Context, p []byte, wait bool) (uint64, error) {
 	if w.r.closed {
 		return 0, ErrClosed
 	}
@@ -176,7 +163,12 @@ func (w *Writer) TryPush(p []byte) (uint64, error) {
 	seq := w.next
 	if w.lossless && seq > w.gate && !w.openGate(seq) {
 		w.stats.Backpressure++
-		return 0, ErrBackpressure
+		if !wait {
+			return 0, ErrBackpressure
+		}
+		if err := w.waitGate(ctx, seq); err != nil {
+			return 0, err
+		}
 	}
 	w.store(seq, p)
 	w.publish(seq)
