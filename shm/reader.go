@@ -60,18 +60,18 @@ type Reader struct {
 // waiting_consumers). A lossy ring whose file the caller may not write is
 // read unregistered, and a futex wait then degrades to short sleeps.
 func OpenReader(path string, opts ReadOptions) (*Reader, error) {
-	r, err := Open(path, OpenOptions{})
+	futex := opts.Wait != nil && opts.Wait.kind == waitFutex
+	r, err := Open(path, OpenOptions{Notify: futex})
 	if err != nil {
 		return nil, err
 	}
-	register := !opts.NoRegister && r.layout.RegistryCount > 0
-	if register || (opts.Wait != nil && opts.Wait.kind == waitFutex) {
+	if !opts.NoRegister && r.layout.RegistryCount > 0 {
 		rw, err := Open(path, OpenOptions{Writable: true})
 		switch {
 		case err == nil:
 			r.Close()
 			r = rw
-		case register && r.layout.Flags&FlagLossless != 0:
+		case r.layout.Flags&FlagLossless != 0:
 			r.Close()
 			return nil, fmt.Errorf("open reader %s: registering needs write access: %w", path, err)
 		default:

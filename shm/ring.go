@@ -36,6 +36,10 @@ type Ring struct {
 	// by the producer with an atomic Swap before it overwrites arena bytes;
 	// readers Load it after copying a blob to detect an overwrite.
 	reserved *atomic.Uint64
+	// hdr is a writable mapping holding the header's futex words: m itself
+	// when m is writable, a separate one-page mapping when the ring was
+	// opened read-only with Notify, nil when waits cannot sleep on the futex.
+	hdr *mapping
 }
 
 // OpenOptions control how Open maps a ring.
@@ -43,6 +47,11 @@ type OpenOptions struct {
 	// Writable maps the ring read-write. Readers that register in the
 	// reader registry need it; stat, dump and serve do not.
 	Writable bool
+	// Notify maps the header's first page writable, even when the rest of
+	// the ring is read-only, so that waits can announce themselves in
+	// waiting_consumers and sleep on the futex word. Without write access to
+	// the file, waits fall back to short sleeps.
+	Notify bool
 }
 
 // Open attaches to an existing ring, validating every header field and
@@ -58,7 +67,33 @@ func Open(path string, opts OpenOptions) (*Ring, error) {
 		f.Close()
 		return nil, fmt.Errorf("open ring %s: %w", path, err)
 	}
+	if opts.Notify && !opts.Writable {
+		r.mapNotify()
+	}
 	return r, nil
+}
+
+// mapNotify maps the header page writable through a second descriptor, for
+// futex waits on a ring otherwise mapped read-only. Failure (a file we may
+// not write) leaves hdr nil: waits then poll.
+func (r *Ring) mapNotify() {
+	f, err := os.OpenFile(r.path, os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close() // the mapping outlives the descriptor
+	// The path may name another inode if the ring was replaced meanwhile:
+	// only map the very file the ring was opened from.
+	if !os.SameFile(statOrNil(f), statOrNil(r.f)) {
+		return
+	}
+	h, err := mapFile(f, HeaderSize, true, false)
+	if err != nil {
+		return
+	}
+	r.hdr = h
+	r.futex = h.u32(offFutex)
+	r.waiting = h.u32(offWaiting)
 }
 
 func newRing(path string, f *os.File, m *mapping) (*Ring, error) {
@@ -77,6 +112,9 @@ func newRing(path string, f *os.File, m *mapping) (*Ring, error) {
 	r.writeSeq = m.u64(offWriteSeq)
 	r.futex = m.u32(offFutex)
 	r.waiting = m.u32(offWaiting)
+	if m.writable {
+		r.hdr = m
+	}
 	if h.Flags&FlagArena != 0 {
 		if c := m.u64(h.ArenaOffset + arenaCapacity).Load(); c != h.ArenaSize {
 			return nil, fieldErr(ErrCorrupt, "arena capacity", c, "want arena_size %d", h.ArenaSize)
@@ -130,6 +168,9 @@ func (r *Ring) Close() error {
 		return nil
 	}
 	r.closed = true
+	if r.hdr != nil && r.hdr != r.m {
+		r.hdr.unmap()
+	}
 	err := r.m.unmap()
 	if cerr := r.f.Close(); err == nil {
 		err = cerr
@@ -146,3 +187,8 @@ func (r *Ring) slotOff(seq uint64) uint64 {
 // only: Swap(SlotWriting) before the copy, Store(N) after it. Readers Load
 // it before and after copying the payload.
 func (r *Ring) slotSeq(seq uint64) *atomic.Uint64 { return r.m.u64(r.slotOff(seq)) }
+
+func statOrNil(f *os.File) os.FileInfo {
+	st, _ := f.Stat()
+	return st
+}

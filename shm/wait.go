@@ -57,7 +57,7 @@ func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
 			return
 		}
 	}
-	if !r.m.writable { // cannot announce itself: the producer would not wake it
+	if r.hdr == nil { // cannot announce itself: the producer would not wake it
 		time.Sleep(min(d, 50*time.Microsecond))
 		return
 	}
@@ -66,7 +66,29 @@ func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
 	fw := r.futex.Load()
 	r.waiting.Add(1)
 	if r.writeSeq.Load() < want {
-		r.m.futexWait(offFutex, fw, d)
+		r.hdr.futexWait(offFutex, fw, d)
 	}
 	r.waiting.Add(^uint32(0))
+}
+
+// Await waits with strategy ws until write_seq reaches seq, at most timeout
+// (negative: no limit), and reports whether it did. Replica senders use it
+// to wait for new records on a ring they only read.
+func (r *Ring) Await(seq uint64, ws WaitStrategy, timeout time.Duration) bool {
+	var deadline time.Time
+	if timeout >= 0 {
+		deadline = time.Now().Add(timeout)
+	}
+	for i := 0; ; i++ {
+		if r.closed {
+			return false
+		}
+		if r.writeSeq.Load() >= seq {
+			return true
+		}
+		if i&15 == 15 && !deadline.IsZero() && !time.Now().Before(deadline) {
+			return false
+		}
+		ws.pause(r, seq, i, deadline)
+	}
 }

@@ -84,3 +84,36 @@ func TestFutexWakesOnlyWhenWaiting(t *testing.T) {
 		t.Fatalf("waiting_consumers left at %d", w)
 	}
 }
+
+// A ring opened read-only with Notify sleeps on the futex and is woken by
+// the producer; Await reports records and timeouts.
+func TestAwaitReadOnlyNotify(t *testing.T) {
+	p, path := newTickRing(t, ProducerOptions{Capacity: 64})
+	r, err := Open(path, OpenOptions{Notify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.hdr == nil || r.hdr == r.m || r.m.writable {
+		t.Fatal("Notify did not map the header writable beside a read-only ring")
+	}
+	if r.Await(1, FutexWait(0), 10*time.Millisecond) {
+		t.Fatal("Await succeeded on an empty ring")
+	}
+	done := make(chan bool, 1)
+	go func() { done <- r.Await(1, FutexWait(0), 10*time.Second) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.waiting.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	if r.waiting.Load() == 0 {
+		t.Fatal("the read-only waiter never announced itself")
+	}
+	pushTicks(t, p, 1, 1)
+	if !<-done {
+		t.Fatal("Await missed the record")
+	}
+	if p.Writer().Ring().futex.Load() == 0 {
+		t.Fatal("producer did not wake the read-only waiter")
+	}
+}
