@@ -294,3 +294,12 @@ func (c *BlobConsumer[M]) Reader() *Reader { return c.rd }
 
 // Close releases the reader.
 func (c *BlobConsumer[M]) Close() error { return c.rd.Close() }
+
+// BlobLive reports whether the blob d describes is still whole in the arena.
+func (r *Ring) BlobLive(d Descriptor) bool {
+	if r.closed || r.reserved == nil {
+		return false
+	}
+	_, ok := r.blobSpan(d)
+	return ok
+}

@@ -1,0 +1,136 @@
+package replica
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+)
+
+// tcpFrame is one frame read from the control connection.
+type tcpFrame struct {
+	h   Header
+	p   []byte // payload, a view of buf
+	buf []byte
+}
+
+// conn is a mirror's connection to its source: the TCP control stream
+// (read by its own goroutine, handed over frame by frame) and, when the
+// source sends datagrams, the datagram transport.
+type conn struct {
+	tcp    net.Conn
+	br     *bufio.Reader
+	frames chan tcpFrame
+	free   chan []byte
+	errc   chan error
+	done   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+
+	udp  Transport
+	mc   Multicast
+	spec DatagramSpec
+}
+
+const (
+	tcpQueue   = 256       // frames read ahead of the mirror loop
+	tcpBufSize = 64 << 10 // pooled frame buffer size
+)
+
+func newConn(tcp net.Conn) *conn {
+	return &conn{tcp: tcp, br: bufio.NewReaderSize(tcp, 256<<10), frames: make(chan tcpFrame, tcpQueue),
+		free: make(chan []byte, tcpQueue), errc: make(chan error, 1), done: make(chan struct{})}
+}
+
+// readFrame reads one frame synchronously (the handshake).
+func (c *conn) readFrame(maxLen int) (Header, []byte, error) {
+	var hb [HeaderSize]byte
+	if _, err := io.ReadFull(c.br, hb[:]); err != nil {
+		return Header{}, nil, eofErr(err)
+	}
+	h, err := ParseHeader(hb[:], maxLen)
+	if err != nil {
+		return h, nil, err
+	}
+	p := make([]byte, h.Len)
+	if _, err := io.ReadFull(c.br, p); err != nil {
+		return h, nil, eofErr(err)
+	}
+	return h, p, nil
+}
+
+func eofErr(err error) error {
+	if err == io.EOF {
+		return errSourceGone
+	}
+	if err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w mid-frame", errSourceGone)
+	}
+	return err
+}
+
+func (c *conn) startReader(maxLen int) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.errc <- c.readLoop(maxLen)
+	}()
+}
+
+// readLoop reads frames into pooled buffers and queues them.
+func (c *conn) readLoop(maxLen int) error {
+	var hb [HeaderSize]byte
+	for {
+		if _, err := io.ReadFull(c.br, hb[:]); err != nil {
+			return eofErr(err)
+		}
+		h, err := ParseHeader(hb[:], maxLen)
+		if err != nil {
+			return err
+		}
+		buf := c.buffer(int(h.Len))
+		if _, err := io.ReadFull(c.br, buf[:h.Len]); err != nil {
+			return eofErr(err)
+		}
+		select {
+		case c.frames <- tcpFrame{h: h, p: buf[:h.Len], buf: buf}:
+		case <-c.done:
+			return nil
+		}
+	}
+}
+
+func (c *conn) buffer(n int) []byte {
+	select {
+	case b := <-c.free:
+		if cap(b) >= n {
+			return b[:cap(b)]
+		}
+	default:
+	}
+	return make([]byte, max(n, tcpBufSize))
+}
+
+// release returns a frame's buffer to the pool.
+func (c *conn) release(b []byte) {
+	if cap(b) > tcpBufSize {
+		return
+	}
+	select {
+	case c.free <- b:
+	default:
+	}
+}
+
+// close ends the connection; the reader goroutine is waited for.
+func (c *conn) close() {
+	c.once.Do(func() {
+		close(c.done)
+		c.tcp.Close()
+		if c.udp != nil {
+			c.udp.Close()
+		}
+		c.wg.Wait()
+	})
+}

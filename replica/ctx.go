@@ -1,0 +1,5 @@
+package replica
+
+import "context"
+
+func contextBackground() context.Context { return context.Background() }

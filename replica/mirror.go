@@ -1,0 +1,342 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/ringfire/ringfire/shm"
+)
+
+// FromMode says where a mirror starts.
+type FromMode int
+
+const (
+	FromLatest FromMode = iota // the newest record, then live
+	FromOldest                 // everything the source still retains, then live
+	FromResume                 // after the last record of the local mirror ring
+	FromSeq                    // at a given sequence (clamped to the oldest retained)
+)
+
+// From is a mirror's start position.
+type From struct {
+	Mode FromMode
+	Seq  uint64 // for FromSeq
+}
+
+// DatagramSpec tells a transport factory what the source announced.
+type DatagramSpec struct {
+	Group  netip.AddrPort // multicast group and port; invalid for unicast
+	Source netip.AddrPort // the source's UDP address (unicast: punch to it)
+	Iface  netip.Addr     // local interface address (optional)
+	MTU    int
+}
+
+// MirrorConfig configures a mirror.
+type MirrorConfig struct {
+	Source    string        // the source's TCP address, host:port
+	Ring      string        // path of the mirror ring
+	From      From          // where to start on the first connection
+	Unicast   bool          // ask for UDP unicast (punching through NAT)
+	TCPOnly   bool          // do not offer to receive UDP
+	Iface     netip.Addr    // local interface for multicast and unicast
+	Reconnect time.Duration // wait between reconnections (default 1 s)
+	Once      bool          // do not reconnect: Run returns when the source goes
+	Spin      bool          // busy-poll instead of blocking when idle
+	// NewTransport builds the datagram transport once the source says how
+	// datagrams come (default: kernel UDP, NewMirrorUDP).
+	NewTransport func(DatagramSpec) (Transport, error)
+	// DialTimeout bounds connecting and the handshake (default 10 s).
+	DialTimeout time.Duration
+}
+
+// Mirror keeps a local ring identical to a source ring: same sequence
+// numbers, same records, in order, never duplicated.
+type Mirror struct {
+	cfg   MirrorConfig
+	ring  *mirrorRing
+	seq   *sequencer
+	shape Shape
+	geom  Geometry
+	c     *conn // the current connection, nil between connections
+
+	session    uint8
+	hasSession bool
+	stats      MirrorStats
+	msgs       []Message // receive batch
+	bufs       [][]byte
+	nakBuf     []byte
+	lastPunch  time.Time
+	lastPublic time.Time
+
+	mu     sync.Mutex
+	public MirrorStats
+}
+
+// stepLimit bounds the datagrams and TCP frames one Step handles, so that
+// single-threaded callers get control back under any load.
+const stepLimit = 32
+
+// NewMirror prepares a mirror; nothing is connected until Run or Connect.
+func NewMirror(cfg MirrorConfig) (*Mirror, error) {
+	if cfg.Source == "" || cfg.Ring == "" {
+		return nil, errors.New("replica: mirror needs a source address and a ring path")
+	}
+	if cfg.Reconnect <= 0 {
+		cfg.Reconnect = time.Second
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 10 * time.Second
+	}
+	if cfg.NewTransport == nil {
+		cfg.NewTransport = NewMirrorUDP
+	}
+	m := &Mirror{cfg: cfg, msgs: make([]Message, stepLimit), bufs: make([][]byte, stepLimit)}
+	for i := range m.bufs {
+		m.bufs[i] = make([]byte, MaxMTU)
+	}
+	return m, nil
+}
+
+// NewMirrorUDP is the default datagram transport of a mirror: kernel UDP
+// bound to the group's port and joined to it, or to an ephemeral port for
+// unicast.
+func NewMirrorUDP(s DatagramSpec) (Transport, error) {
+	cfg := UDPConfig{Iface: s.Iface, SocketBuffer: 4 << 20}
+	if s.Group.IsValid() {
+		cfg.Bind = netip.AddrPortFrom(netip.IPv4Unspecified(), s.Group.Port())
+		cfg.Group = s.Group.Addr()
+	} else if s.Iface.IsValid() {
+		cfg.Bind = netip.AddrPortFrom(s.Iface, 0)
+	}
+	return NewUDP(cfg)
+}
+
+// helloStart is the HELLO sequence for the first (or a later) connection.
+func (m *Mirror) helloStart() uint64 {
+	if m.ring != nil {
+		return max(m.seq.next, 1)
+	}
+	switch m.cfg.From.Mode {
+	case FromOldest:
+		return StartOldest
+	case FromSeq:
+		return max(m.cfg.From.Seq, 1)
+	case FromResume:
+		if w, err := shm.Open(m.cfg.Ring, shm.OpenOptions{}); err == nil {
+			ws := w.WriteSeq()
+			w.Close()
+			if ws > 0 {
+				return ws + 1
+			}
+		}
+		return StartOldest
+	}
+	return StartNewest
+}
+
+// Connect dials the source, exchanges HELLO and GEOMETRY, prepares the
+// mirror ring and the datagram transport.
+func (m *Mirror) Connect(ctx context.Context) error {
+	if m.c != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	defer cancel()
+	var d net.Dialer
+	tc, err := d.DialContext(ctx, "tcp", m.cfg.Source)
+	if err != nil {
+		return fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, err)
+	}
+	c := newConn(tc)
+	if err := m.handshake(ctx, c); err != nil {
+		c.close()
+		return fmt.Errorf("mirror: handshake with %s: %w", m.cfg.Source, err)
+	}
+	m.c = c
+	m.stats.Connects++
+	c.startReader(max(tcpFrameMax, m.shape.MaxRecord()))
+	return nil
+}
+
+func (m *Mirror) handshake(ctx context.Context, c *conn) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.tcp.SetDeadline(dl)
+		defer c.tcp.SetDeadline(time.Time{})
+	}
+	flags := uint8(0)
+	if !m.cfg.TCPOnly {
+		flags |= HelloUDP
+		if m.cfg.Unicast {
+			flags |= HelloUnicast
+		}
+	}
+	if _, err := c.tcp.Write(AppendHello(nil, m.helloStart(), Hello{Flags: flags})); err != nil {
+		return err
+	}
+	h, p, err := c.readFrame(geometrySize)
+	if err != nil {
+		return err
+	}
+	if h.Kind != KindGeometry {
+		return fmt.Errorf("%w: expected GEOMETRY, got %v", ErrMalformed, h.Kind)
+	}
+	g, err := ParseGeometry(p)
+	if err != nil {
+		return err
+	}
+	var mc Multicast
+	if h.Flags&GeometryMulticast != 0 {
+		mh, mp, err := c.readFrame(multicastSize)
+		if err != nil {
+			return err
+		}
+		if mh.Kind != KindMulticast {
+			return fmt.Errorf("%w: expected MULTICAST, got %v", ErrMalformed, mh.Kind)
+		}
+		if mc, err = ParseMulticast(mp); err != nil {
+			return err
+		}
+	}
+	if err := m.prepareRing(g, h, mc); err != nil {
+		return err
+	}
+	if h.Flags&GeometryMulticast != 0 {
+		return m.openDatagrams(c, mc)
+	}
+	m.stats.Transport = "tcp"
+	m.seq.tcpOnly = true
+	return nil
+}
+
+// prepareRing keeps the current mirror ring when the source continues it,
+// or starts a fresh one (RESET, another layout, a restarted source).
+func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
+	l, err := g.MirrorLayout()
+	if err != nil {
+		return err
+	}
+	restarted := m.hasSession && h.Flags&GeometryMulticast != 0 && mc.Session != m.session
+	keep := h.Flags&GeometryReset == 0 && !restarted
+	if m.ring != nil && (!keep || m.ring.w.Ring().Layout() != l) {
+		m.ring.close()
+		m.ring = nil
+	}
+	if m.ring == nil && keep && m.cfg.From.Mode == FromResume {
+		if w, err := shm.OpenWriter(m.cfg.Ring); err == nil {
+			if w.Ring().Layout() == l {
+				m.ring = newMirrorRing(w)
+			} else {
+				w.Close()
+			}
+		}
+	}
+	if m.ring == nil {
+		w, err := shm.CreateLayout(m.cfg.Ring, l, shm.CreateOptions{Replace: true})
+		if err != nil {
+			return err
+		}
+		m.ring = newMirrorRing(w)
+		m.stats.Resets++
+		m.seq = nil
+	}
+	m.geom, m.shape = g, ShapeOf(g)
+	first := max(h.Seq, 1)
+	if m.seq == nil {
+		m.seq = newSequencer(m.shape, first, m.ring, &m.stats)
+	} else {
+		m.seq.held = m.seq.held[:0]
+		m.seq.nakOut = false
+		if err := m.seq.gap(first); err != nil {
+			return err
+		}
+	}
+	if h.Flags&GeometryMulticast != 0 {
+		m.session, m.hasSession = mc.Session, true
+	}
+	return nil
+}
+
+// openDatagrams builds the datagram transport the source announced and,
+// for unicast, punches to the source.
+func (m *Mirror) openDatagrams(c *conn, mc Multicast) error {
+	src := c.tcp.RemoteAddr().(*net.TCPAddr).AddrPort()
+	spec := DatagramSpec{Iface: m.cfg.Iface, MTU: int(mc.MTU),
+		Source: netip.AddrPortFrom(src.Addr().Unmap(), mc.Port)}
+	if !mc.Unicast() {
+		spec.Group = netip.AddrPortFrom(netip.AddrFrom4(mc.Group), mc.Port)
+	}
+	t, err := m.cfg.NewTransport(spec)
+	if err != nil {
+		return fmt.Errorf("datagram transport: %w", err)
+	}
+	c.udp, c.mc, c.spec = t, mc, spec
+	m.stats.Transport = "udp multicast"
+	// Until the source says the TCP catch-up is over (its first TCP
+	// HEARTBEAT), holes are being filled over TCP: do not NAK them.
+	m.seq.suppressNaks = true
+	if mc.Unicast() {
+		m.stats.Transport = "udp unicast"
+		return m.punch(time.Now())
+	}
+	return nil
+}
+
+// punch sends a PUNCH to the source's UDP port (and keeps NAT state warm).
+func (m *Mirror) punch(now time.Time) error {
+	c := m.c
+	if c == nil {
+		return nil
+	}
+	var b [HeaderSize]byte
+	Header{Kind: KindPunch, Flags: c.mc.Session, Seq: uint64(c.mc.Token)}.Put(b[:])
+	msg := []Message{{Buf: b[:], Addr: c.spec.Source}}
+	m.lastPunch = now
+	if _, err := c.udp.SendBatch(msg); err != nil {
+		return fmt.Errorf("punch %v: %w", c.spec.Source, err)
+	}
+	return nil
+}
+
+// Stats returns a snapshot of the counters, safe from any goroutine (it is
+// refreshed at least every millisecond while the mirror runs).
+func (m *Mirror) Stats() MirrorStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.public
+}
+
+func (m *Mirror) publishStats(now time.Time) {
+	if m.seq != nil {
+		m.stats.Held, m.stats.Next, m.stats.Lag, m.stats.Heartbeat = len(m.seq.held), m.seq.next, m.seq.lag(), m.seq.hb
+	}
+	m.mu.Lock()
+	m.public = m.stats
+	m.mu.Unlock()
+	m.lastPublic = now
+}
+
+// Close ends the connection and closes the mirror ring.
+func (m *Mirror) Close() error {
+	m.disconnect()
+	var err error
+	if m.ring != nil {
+		err = m.ring.close()
+		m.ring = nil
+	}
+	m.publishStats(time.Now())
+	return err
+}
+
+func (m *Mirror) disconnect() {
+	if m.c != nil {
+		m.c.close()
+		m.c = nil
+	}
+}
+
+var errSourceGone = errors.New("replica: source closed the connection")

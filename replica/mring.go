@@ -1,0 +1,68 @@
+package replica
+
+import (
+	"fmt"
+
+	"github.com/ringfire/ringfire/shm"
+)
+
+// mirrorRing writes records into the mirror's ring at the source's
+// sequence numbers, rewriting blob descriptors to point into its own arena.
+// It implements recordSink for the sequencer and publishes write_seq once
+// per batch.
+type mirrorRing struct {
+	w         *shm.Writer
+	blob      bool
+	slot      []byte // scratch slot payload for blob rings
+	stored    uint64 // last sequence stored
+	published uint64 // last sequence published
+}
+
+func newMirrorRing(w *shm.Writer) *mirrorRing {
+	l := w.Ring().Layout()
+	m := &mirrorRing{w: w, blob: l.Flags&shm.FlagArena != 0, slot: make([]byte, l.PayloadSize())}
+	m.stored = w.Ring().WriteSeq()
+	m.published = m.stored
+	return m
+}
+
+func (m *mirrorRing) write(seq uint64, slot, blob []byte) error {
+	if !m.blob {
+		if err := m.w.Store(seq, slot); err != nil {
+			return fmt.Errorf("mirror ring: %w", err)
+		}
+		m.stored = seq
+		return nil
+	}
+	off, err := m.w.AppendBlob(blob)
+	if err != nil {
+		return fmt.Errorf("mirror ring: %w", err)
+	}
+	copy(m.slot, slot)
+	d := shm.DecodeDescriptor(m.slot)
+	d.Offset = off
+	d.Encode(m.slot)
+	if err := m.w.Store(seq, m.slot); err != nil {
+		return fmt.Errorf("mirror ring: %w", err)
+	}
+	m.stored = seq
+	return nil
+}
+
+// skip needs nothing: the ring is SPARSE and readers step over holes once
+// write_seq passes them.
+func (m *mirrorRing) skip(uint64) {}
+
+// publish makes everything stored visible to the mirror's readers.
+func (m *mirrorRing) publish() error {
+	if m.stored == m.published {
+		return nil
+	}
+	m.published = m.stored
+	return m.w.Publish(m.stored)
+}
+
+func (m *mirrorRing) close() error {
+	m.publish()
+	return m.w.Close()
+}

@@ -1,0 +1,226 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/ringfire/ringfire/shm"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// udpHeartbeat is the idle interval of datagram heartbeats.
+	udpHeartbeat = time.Millisecond
+	// sendFrames is the most frames one batch (one sendmmsg per 64
+	// datagrams) carries.
+	sendFrames = 32
+)
+
+// sender reads the ring and sends DATA frames as datagrams to the
+// multicast group and every punched unicast mirror: one batch call for all
+// frames and all destinations. It paces frames (see ServerConfig.Linger)
+// and sends heartbeats carrying the last sequence it actually sent.
+type sender struct {
+	s      *Server
+	feed   *feed
+	mtu    int
+	frames [][]byte
+	firsts []uint64 // first sequence of each frame
+	msgs   []Message
+	next   uint64 // next sequence to send
+
+	lastFlush time.Time // last DATA batch
+	lastSend  time.Time // last datagram of any kind
+	pending   bool      // a partial frame waits for its linger
+	hb        [HeaderSize]byte
+	ws        shm.WaitStrategy
+}
+
+func newSender(s *Server) *sender {
+	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.ring.WriteSeq() + 1,
+		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: shm.FutexWait(64)}
+	for i := range sn.frames {
+		sn.frames[i] = make([]byte, 0, MaxMTU)
+	}
+	if s.cfg.Spin {
+		sn.ws = shm.BusySpin()
+	}
+	s.lastSent.Store(sn.next - 1)
+	return sn
+}
+
+func (s *Server) sendLoop(ctx context.Context) {
+	sn := newSender(s)
+	for ctx.Err() == nil && !s.closed.Load() {
+		target := sn.round(time.Now())
+		sn.wait(target)
+	}
+}
+
+// round sends what is ready and returns the sequence whose publication
+// should wake the sender next.
+func (sn *sender) round(now time.Time) uint64 {
+	s := sn.s
+	w := s.ring.WriteSeq()
+	dests := *s.dests.Load()
+	if len(dests) == 0 && !s.cfg.Multicast.IsValid() {
+		sn.next = max(sn.next, w+1) // nobody to send to; TCP catch-up covers it
+		storeMax(&s.lastSent, sn.next-1)
+		sn.pending = false
+		return sn.next
+	}
+	nf := sn.build(now, w)
+	if nf > 0 {
+		sn.send(now, nf, dests)
+	} else if now.Sub(sn.lastSend) >= udpHeartbeat {
+		sn.heartbeat(now, dests)
+	}
+	if sn.pending {
+		return w + 1
+	}
+	return sn.next
+}
+
+// build fills frames from the ring: full frames always, a partial frame
+// only once the linger since the previous batch has passed.
+func (sn *sender) build(now time.Time, w uint64) int {
+	s := sn.s
+	nf := 0
+	sn.pending = false
+	for sn.next <= w && nf < sendFrames {
+		buf, count, why := sn.feed.fill(sn.frames[nf][:0], sn.next, w, sn.mtu, s.batch())
+		if why == stopCaughtUp && count > 0 && s.cfg.Linger > 0 && now.Sub(sn.lastFlush) < s.cfg.Linger {
+			sn.pending = true
+			break
+		}
+		if count > 0 {
+			buf[1] = s.session // a datagram's flags carry the session
+			sn.frames[nf], sn.firsts[nf] = buf, sn.next
+			nf++
+			sn.next += uint64(count)
+		}
+		switch why {
+		case stopLost:
+			sn.next = sn.feed.skipLost(sn.next, w) // mirrors NAK, the session answers GAP
+		case stopTooBig:
+			s.st.skipped.Add(1) // mirrors NAK it: the answer goes over TCP
+			sn.next++
+		case stopCaughtUp:
+			return nf
+		}
+	}
+	return nf
+}
+
+func (s *Server) batch() int {
+	if s.cfg.Batch > 0 {
+		return s.cfg.Batch
+	}
+	return 0xFFFF
+}
+
+// send transmits frames[:nf] to every destination, Dup times, in one
+// batch, then publishes the last sequence sent.
+func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
+	s := sn.s
+	sn.msgs = sn.msgs[:0]
+	for range s.cfg.Dup {
+		for i := range nf {
+			sn.msgs = sn.appendDests(sn.msgs, sn.frames[i], dests)
+		}
+	}
+	n, err := s.udp.SendBatch(sn.msgs)
+	s.st.syscalls.Add(uint64((len(sn.msgs) + 63) / 64))
+	s.st.datagrams.Add(uint64(n))
+	if errors.Is(err, unix.EMSGSIZE) && sn.mtu > MinMTU {
+		sn.mtu = max(MinMTU, sn.mtu*3/4) // resend these records in smaller frames
+		sn.next = sn.firsts[0]
+		return
+	}
+	for i := range nf {
+		h, _ := ParseHeader(sn.frames[i], MaxMTU)
+		s.st.records.Add(uint64(h.Count))
+	}
+	s.st.frames.Add(uint64(nf))
+	storeMax(&s.lastSent, sn.next-1)
+	sn.lastFlush, sn.lastSend = now, now
+}
+
+func (sn *sender) appendDests(ms []Message, b []byte, dests []netip.AddrPort) []Message {
+	if g := sn.s.cfg.Multicast; g.IsValid() {
+		ms = append(ms, Message{Buf: b, Addr: g})
+	}
+	for _, d := range dests {
+		ms = append(ms, Message{Buf: b, Addr: d})
+	}
+	return ms
+}
+
+// heartbeat announces the last sequence sent, so that a mirror that lost
+// the last datagram notices and NAKs.
+func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
+	s := sn.s
+	Header{Kind: KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:])
+	sn.msgs = sn.appendDests(sn.msgs[:0], sn.hb[:], dests)
+	n, _ := s.udp.SendBatch(sn.msgs)
+	s.st.heartbeats.Add(1)
+	s.st.datagrams.Add(uint64(n))
+	sn.lastSend = now
+}
+
+// wait blocks until record target is published, the pending frame's
+// linger ends or a heartbeat is due.
+func (sn *sender) wait(target uint64) {
+	deadline := sn.lastSend.Add(udpHeartbeat)
+	if sn.pending {
+		deadline = sn.lastFlush.Add(sn.s.cfg.Linger)
+	}
+	if d := time.Until(deadline); d > 0 {
+		sn.s.ring.Await(target, sn.ws, d)
+	}
+}
+
+// punchLoop receives PUNCH datagrams and adds their senders as unicast
+// destinations of the session whose token they carry.
+func (s *Server) punchLoop(ctx context.Context) {
+	ms := make([]Message, 16)
+	for i := range ms {
+		ms[i].Buf = make([]byte, 2048)
+	}
+	for ctx.Err() == nil && !s.closed.Load() {
+		n, err := s.udp.RecvBatch(ms, 100*time.Millisecond)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			s.st.badDgram.Add(1)
+			sleepCtx(ctx, 10*time.Millisecond)
+			continue
+		}
+		for i := range n {
+			s.punch(ms[i].Buf[:ms[i].N], ms[i].Addr)
+		}
+	}
+}
+
+func (s *Server) punch(b []byte, from netip.AddrPort) {
+	h, err := ParseHeader(b, 0)
+	if err != nil || len(b) != HeaderSize || h.Kind != KindPunch {
+		s.st.badDgram.Add(1)
+		return
+	}
+	s.mu.Lock()
+	ss := s.sessions[uint32(h.Seq)]
+	s.mu.Unlock()
+	if h.Flags != s.session || h.Seq>>32 != 0 || ss == nil || !ss.unicast {
+		s.st.badPunch.Add(1)
+		return
+	}
+	if old := ss.punched.Load(); old != nil && *old == from {
+		return
+	}
+	ss.punched.Store(&from)
+	s.rebuildDests()
+}

@@ -1,0 +1,203 @@
+package replica
+
+import (
+	"sort"
+	"time"
+)
+
+// Mirror-side sequencing limits (wire spec).
+const (
+	// MaxHeld is how many datagrams a mirror holds ahead of a hole.
+	MaxHeld = 8192
+	// NakRepeat is how long a NAK stays outstanding before it is repeated.
+	NakRepeat = 20 * time.Millisecond
+)
+
+// recordSink receives records strictly in sequence order, and the holes
+// (gaps) between them.
+type recordSink interface {
+	write(seq uint64, slot, blob []byte) error
+	skip(next uint64) // sequences before next will never come
+}
+
+// heldFrame is a DATA frame that arrived ahead of a hole.
+type heldFrame struct {
+	h   Header
+	p   []byte // payload, a view of buf
+	buf []byte
+}
+
+// sequencer turns DATA frames arriving in any order, duplicated or
+// repeated, into records written once each, in order, at next. It holds
+// frames that overtake a hole and decides when to NAK. It is pure logic:
+// no sockets, no clock of its own.
+type sequencer struct {
+	shape Shape
+	out   recordSink
+	stats *MirrorStats
+
+	next uint64      // next sequence to write
+	held []heldFrame // ahead of a hole, sorted by first sequence
+	free [][]byte    // spare buffers for held frames
+	hb   uint64      // highest "last sent" heard in heartbeats
+	seen uint64      // highest sequence seen in any frame or heartbeat
+
+	nakOut         bool
+	nakLast        uint64
+	nakAt          time.Time
+	suppressNaks   bool // a catch-up over TCP is filling the holes
+	tcpOnly        bool // every record comes over TCP
+	maxHeld        int
+	nakRecordLimit uint64
+}
+
+func newSequencer(shape Shape, next uint64, out recordSink, stats *MirrorStats) *sequencer {
+	return &sequencer{shape: shape, out: out, stats: stats, next: next, maxHeld: MaxHeld, nakRecordLimit: MaxNakRecords}
+}
+
+// data handles a DATA frame already checked by Shape.CheckData. viaTCP
+// tells a retransmission or catch-up from a datagram.
+func (s *sequencer) data(h Header, p []byte, viaTCP bool) error {
+	end := h.Seq + uint64(h.Count) // exclusive
+	s.seen = max(s.seen, end-1)
+	switch {
+	case end <= s.next:
+		if viaTCP {
+			s.stats.Stale++
+		} else {
+			s.stats.Duplicates++
+		}
+		return nil
+	case h.Seq > s.next:
+		s.hold(h, p)
+		return nil
+	}
+	if err := s.apply(h, p, viaTCP); err != nil {
+		return err
+	}
+	return s.drain()
+}
+
+// apply writes the records of a frame that starts at or before next.
+func (s *sequencer) apply(h Header, p []byte, viaTCP bool) error {
+	it := s.shape.NewRecords(h, p)
+	for {
+		seq, slot, blob, ok := it.Next()
+		if !ok {
+			return nil
+		}
+		if seq < s.next {
+			continue
+		}
+		if err := s.out.write(seq, slot, blob); err != nil {
+			return err
+		}
+		s.next = seq + 1
+		s.stats.Records++
+		switch {
+		case !viaTCP:
+		case s.suppressNaks || s.tcpOnly:
+			s.stats.CatchUp++
+		default:
+			s.stats.Retransmitted++
+		}
+	}
+}
+
+// drain applies held frames that the advancing next has reached.
+func (s *sequencer) drain() error {
+	k := 0
+	defer func() { s.held = append(s.held[:0], s.held[k:]...) }()
+	for ; k < len(s.held) && s.held[k].h.Seq <= s.next; k++ {
+		f := s.held[k]
+		s.free = append(s.free, f.buf)
+		if f.h.Seq+uint64(f.h.Count) <= s.next {
+			s.stats.Stale++
+		} else if err := s.apply(f.h, f.p, false); err != nil {
+			k++
+			return err
+		}
+	}
+	if s.nakOut && s.next > s.nakLast {
+		s.nakOut = false
+	}
+	return nil
+}
+
+// hold keeps a copy of a frame that overtook a hole.
+func (s *sequencer) hold(h Header, p []byte) {
+	i := sort.Search(len(s.held), func(i int) bool { return s.held[i].h.Seq >= h.Seq })
+	if i < len(s.held) && s.held[i].h.Seq == h.Seq {
+		s.stats.Duplicates++
+		return
+	}
+	if len(s.held) >= s.maxHeld {
+		s.stats.Overflow++
+		return
+	}
+	buf := s.buffer(len(p))
+	copy(buf, p)
+	s.held = append(s.held, heldFrame{})
+	copy(s.held[i+1:], s.held[i:])
+	s.held[i] = heldFrame{h: h, p: buf[:len(p)], buf: buf}
+}
+
+func (s *sequencer) buffer(n int) []byte {
+	for i := len(s.free) - 1; i >= 0; i-- {
+		if b := s.free[i]; cap(b) >= n {
+			s.free[i] = s.free[len(s.free)-1]
+			s.free = s.free[:len(s.free)-1]
+			return b[:n]
+		}
+	}
+	return make([]byte, n, max(n, MaxMTU))
+}
+
+// gap skips to next: the source no longer holds what lies before it.
+func (s *sequencer) gap(next uint64) error {
+	if next <= s.next {
+		return nil
+	}
+	s.stats.Gaps += next - s.next
+	s.next = next
+	s.seen = max(s.seen, next-1)
+	s.out.skip(next)
+	return s.drain()
+}
+
+// heartbeat notes the source's last sent sequence.
+func (s *sequencer) heartbeat(last uint64) {
+	s.hb = max(s.hb, last)
+	s.seen = max(s.seen, last)
+}
+
+// wantNak reports the range to NAK now, if any: the first hole, from next
+// up to the first held frame or the last sequence a heartbeat announced,
+// at most MaxNakRecords records; one NAK outstanding, repeated after
+// NakRepeat while the hole stays.
+func (s *sequencer) wantNak(now time.Time) (first, last uint64, ok bool) {
+	var end uint64 // last missing sequence
+	if len(s.held) > 0 {
+		end = s.held[0].h.Seq - 1
+	} else if s.hb >= s.next {
+		end = s.hb
+	}
+	if end < s.next || s.suppressNaks {
+		return 0, 0, false
+	}
+	if s.nakOut && now.Sub(s.nakAt) < NakRepeat {
+		return 0, 0, false
+	}
+	first, last = s.next, min(end, s.next+s.nakRecordLimit-1)
+	s.nakOut, s.nakLast, s.nakAt = true, last, now
+	s.stats.NaksSent++
+	return first, last, true
+}
+
+// lag is how far the mirror is behind the newest sequence it has heard of.
+func (s *sequencer) lag() uint64 {
+	if s.seen < s.next {
+		return 0
+	}
+	return s.seen - s.next + 1
+}

@@ -1,0 +1,243 @@
+package replica
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringfire/ringfire/shm"
+)
+
+// ServerConfig configures a source.
+type ServerConfig struct {
+	Ring      string         // path of the ring to serve (mapped read-only)
+	Bind      string         // TCP control address, host:port
+	Multicast netip.AddrPort // --multicast GROUP:PORT (invalid: none)
+	UDPPort   int            // --udp PORT for unicast mirrors (0: none)
+	Iface     netip.Addr     // --iface: interface address for multicast
+	TTL       int            // multicast TTL (default 1)
+	Dup       int            // send every datagram this many times (default 1)
+	MTU       int            // datagram budget, header included (default 1472)
+	Batch     int            // at most this many records per frame (0: fill the MTU)
+	// Linger paces frames: a frame leaves when full, or at most once per
+	// Linger; a lone record coming more than Linger after the previous
+	// frame leaves at once. Negative: adaptive (50 µs); 0: no pacing.
+	Linger time.Duration
+	Spin   bool // busy-poll the ring in the datagram sender
+	// Transport carries the datagrams (default: kernel UDP bound to UDPPort).
+	Transport Transport
+	// PunchTimeout is how long a unicast mirror has to punch before it is
+	// served over TCP instead (default 3 s).
+	PunchTimeout time.Duration
+	// Loopback delivers multicast to receivers on this host too.
+	Loopback bool
+	// Events, when set, is told about mirror connections (from the
+	// connection's goroutine; it must not block).
+	Events func(Event)
+}
+
+// AdaptiveLinger is the linger of the adaptive pacing.
+const AdaptiveLinger = 50 * time.Microsecond
+
+// Server serves one ring to mirrors.
+type Server struct {
+	cfg     ServerConfig
+	ring    *shm.Ring
+	ln      net.Listener
+	udp     Transport
+	session uint8
+	mtu     int
+
+	lastSent atomic.Uint64 // last sequence sent as datagrams
+	dests    atomic.Pointer[[]netip.AddrPort]
+
+	mu       sync.Mutex
+	sessions map[uint32]*session // by token
+	wg       sync.WaitGroup
+	closed   atomic.Bool
+	st       serverCounters
+}
+
+type serverCounters struct {
+	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
+	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
+	badPunch, badDgram                                            atomic.Uint64
+}
+
+// NewServer opens the ring read-only and binds the TCP control address and
+// the datagram transport.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.MTU == 0 {
+		cfg.MTU = DefaultMTU
+	}
+	if cfg.MTU < MinMTU || cfg.MTU > MaxMTU {
+		return nil, fmt.Errorf("replica: mtu %d outside %d..%d", cfg.MTU, MinMTU, MaxMTU)
+	}
+	if cfg.Dup <= 0 {
+		cfg.Dup = 1
+	}
+	if cfg.Linger < 0 {
+		cfg.Linger = AdaptiveLinger
+	}
+	if cfg.PunchTimeout <= 0 {
+		cfg.PunchTimeout = 3 * time.Second
+	}
+	if cfg.Multicast.IsValid() && !cfg.Multicast.Addr().IsMulticast() {
+		return nil, fmt.Errorf("replica: %v is not a multicast group", cfg.Multicast)
+	}
+	ring, err := shm.Open(cfg.Ring, shm.OpenOptions{Notify: true})
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}}
+	s.session = randomByte()
+	s.dests.Store(&[]netip.AddrPort{})
+	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
+		ring.Close()
+		return nil, fmt.Errorf("replica: listen %s: %w", cfg.Bind, err)
+	}
+	if err := s.openDatagrams(); err != nil {
+		s.ln.Close()
+		ring.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) openDatagrams() error {
+	if !s.cfg.Multicast.IsValid() && s.cfg.UDPPort == 0 {
+		return nil
+	}
+	s.udp = s.cfg.Transport
+	if s.udp != nil {
+		return nil
+	}
+	bind := netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(s.cfg.UDPPort))
+	t, err := NewUDP(UDPConfig{Bind: bind, Iface: s.cfg.Iface, TTL: s.cfg.TTL, Loopback: s.cfg.Loopback, SocketBuffer: 4 << 20})
+	if err != nil {
+		return err
+	}
+	s.udp = t
+	return nil
+}
+
+// Addr is the TCP control address.
+func (s *Server) Addr() netip.AddrPort { return s.ln.Addr().(*net.TCPAddr).AddrPort() }
+
+// Session is this source incarnation's session byte.
+func (s *Server) Session() uint8 { return s.session }
+
+// Serve accepts mirrors and sends datagrams until ctx is done or Close.
+func (s *Server) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		<-ctx.Done()
+		s.ln.Close()
+	}()
+	if s.udp != nil {
+		s.wg.Add(2)
+		go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
+		go func() { defer s.wg.Done(); s.punchLoop(ctx) }()
+	}
+	defer s.wg.Wait()
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return fmt.Errorf("replica: accept: %w", err)
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveConn(ctx, c)
+		}()
+	}
+}
+
+// Close stops serving: the listener, every mirror connection, the
+// datagram transport and the ring.
+func (s *Server) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.ln.Close()
+	s.mu.Lock()
+	for _, ss := range s.sessions {
+		ss.tcp.Close()
+	}
+	s.mu.Unlock()
+	if s.udp != nil {
+		s.udp.Close()
+	}
+	s.wg.Wait()
+	return s.ring.Close()
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() ServerStats {
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	st := &s.st
+	out := ServerStats{Mirrors: n, Frames: st.frames.Load(), Datagrams: st.datagrams.Load(),
+		Records: st.records.Load(), TCPFrames: st.tcpFrames.Load(), TCPRecord: st.tcpRecords.Load(),
+		Syscalls: st.syscalls.Load(), NaksAnswered: st.naks.Load(), Retransmitted: st.retrans.Load(),
+		Gaps: st.gaps.Load(), GapRecords: st.gapRecords.Load(), Heartbeats: st.heartbeats.Load(),
+		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
+		BadDatagram: st.badDgram.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq()}
+	if out.WriteSeq > out.LastSent && s.udp != nil {
+		out.Lag = out.WriteSeq - out.LastSent
+	}
+	return out
+}
+
+// register adds a session under a fresh unguessable token.
+func (s *Server) register(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		var b [4]byte
+		rand.Read(b[:])
+		if t := binary.LittleEndian.Uint32(b[:]); t != 0 && s.sessions[t] == nil {
+			ss.token = t
+			s.sessions[t] = ss
+			return
+		}
+	}
+}
+
+func (s *Server) unregister(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss.token)
+	s.mu.Unlock()
+	s.rebuildDests()
+}
+
+// rebuildDests publishes the unicast destinations of punched sessions.
+func (s *Server) rebuildDests() {
+	s.mu.Lock()
+	var d []netip.AddrPort
+	for _, ss := range s.sessions {
+		if a := ss.punched.Load(); a != nil && ss.mode.Load() != modeStream {
+			d = append(d, *a)
+		}
+	}
+	s.mu.Unlock()
+	s.dests.Store(&d)
+}
+
+func randomByte() uint8 {
+	var b [1]byte
+	rand.Read(b[:])
+	return b[0]
+}

@@ -1,0 +1,294 @@
+package replica
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringfire/ringfire/shm"
+)
+
+// Session modes.
+const (
+	modeCatchUp int32 = iota // sending history over TCP until it meets the datagram stream
+	modeLive                 // datagrams carry the records; TCP only answers NAKs
+	modeStream               // TCP carries everything (no UDP, or no punch in time)
+)
+
+const (
+	tcpHeartbeat = 200 * time.Millisecond
+	tcpFrameMax  = 64 << 10
+	burstBytes   = 1 << 20
+	writeTimeout = 10 * time.Second
+	helloTimeout = 10 * time.Second
+)
+
+// session serves one mirror over its TCP connection.
+type session struct {
+	srv     *Server
+	tcp     net.Conn
+	token   uint32
+	unicast bool
+	punched atomic.Pointer[netip.AddrPort]
+	mode    atomic.Int32
+	sent    atomic.Uint64 // highest sequence sent over TCP
+
+	mu        sync.Mutex // guards bw and the connection's writes
+	bw        *bufio.Writer
+	lastWrite atomic.Int64 // unix nanoseconds of the last write
+
+	cursor uint64 // next sequence to send over TCP (writer goroutine)
+	feed   *feed  // writer goroutine's
+	buf    []byte
+	born   time.Time
+}
+
+// serveConn runs one mirror's session until it disconnects or ctx ends.
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	ss := &session{srv: s, tcp: c, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
+		buf: make([]byte, 0, tcpFrameMax+HeaderSize), born: time.Now()}
+	br := bufio.NewReader(c)
+	if err := ss.handshake(br); err != nil {
+		s.st.badConn.Add(1)
+		s.event(EventRejected, c, err)
+		return
+	}
+	defer s.unregister(ss)
+	s.event(EventConnected, c, nil)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- ss.readLoop(br)
+		cancel()
+	}()
+	werr := ss.writeLoop(ctx)
+	c.Close()
+	rerr := <-errc
+	if werr == nil {
+		werr = rerr
+	}
+	s.event(EventDisconnected, c, werr)
+}
+
+// handshake reads HELLO and answers GEOMETRY (and MULTICAST).
+func (ss *session) handshake(br *bufio.Reader) error {
+	s := ss.srv
+	ss.tcp.SetDeadline(time.Now().Add(helloTimeout))
+	defer ss.tcp.SetDeadline(time.Time{})
+	h, p, err := readFrameFrom(br, helloSize)
+	if err != nil {
+		return err
+	}
+	if h.Kind != KindHello {
+		return fmt.Errorf("%w: expected HELLO, got %v", ErrMalformed, h.Kind)
+	}
+	hello, err := ParseHello(p)
+	if err != nil {
+		return err
+	}
+	first, reset := s.startOf(h.Seq)
+	ss.cursor = first
+	s.register(ss)
+	var flags uint8
+	if reset {
+		flags |= GeometryReset
+	}
+	b := make([]byte, 0, 2*HeaderSize+geometrySize+multicastSize)
+	mc, udp := s.datagramsFor(hello, ss.token)
+	ss.mode.Store(modeStream)
+	if udp {
+		flags |= GeometryMulticast
+		ss.unicast = mc.Unicast()
+		ss.mode.Store(modeCatchUp)
+	}
+	b = AppendGeometry(b, first, flags, GeometryOf(s.ring.Layout()))
+	if udp {
+		b = AppendMulticast(b, mc)
+	}
+	_, err = ss.tcp.Write(b)
+	return err
+}
+
+// startOf turns a HELLO start into the first sequence to send, and whether
+// the mirror must start a fresh ring (it asked to resume ahead of us).
+func (s *Server) startOf(want uint64) (first uint64, reset bool) {
+	w := s.ring.WriteSeq()
+	oldest := s.ring.Oldest()
+	switch {
+	case want == StartNewest:
+		return max(w, 1), false
+	case want == StartOldest:
+		return oldest, false
+	case want > w+1:
+		return oldest, true
+	}
+	return max(want, oldest), false
+}
+
+// datagramsFor picks multicast or unicast for a mirror that can take UDP.
+func (s *Server) datagramsFor(h Hello, token uint32) (Multicast, bool) {
+	if h.Flags&HelloUDP == 0 || s.udp == nil {
+		return Multicast{}, false
+	}
+	mc := Multicast{MTU: uint16(s.mtu), TTL: uint8(max(s.cfg.TTL, 1)), Session: s.session, Token: token}
+	uni := s.cfg.UDPPort != 0 && (h.Flags&HelloUnicast != 0 || !s.cfg.Multicast.IsValid())
+	if uni {
+		mc.Port = s.udp.LocalAddr().Port()
+		return mc, true
+	}
+	if !s.cfg.Multicast.IsValid() {
+		return Multicast{}, false
+	}
+	mc.Group = s.cfg.Multicast.Addr().As4()
+	mc.Port = s.cfg.Multicast.Port()
+	return mc, true
+}
+
+// readLoop reads the mirror's frames: NAKs, answered from the ring.
+func (ss *session) readLoop(br *bufio.Reader) error {
+	nf := newFeed(ss.srv.ring)
+	buf := make([]byte, 0, tcpFrameMax+HeaderSize)
+	for {
+		h, p, err := readFrameFrom(br, 64)
+		if err != nil {
+			if err == errSourceGone {
+				return nil // the mirror hung up between frames
+			}
+			return err
+		}
+		if h.Kind != KindNak {
+			return fmt.Errorf("%w: unexpected %v from a mirror", ErrMalformed, h.Kind)
+		}
+		first, last, err := ParseNak(h, p)
+		if err != nil {
+			return err
+		}
+		if sent := ss.maxSent(); last > sent {
+			return fmt.Errorf("%w: NAK %d..%d for records never sent (last sent %d)", ErrMalformed, first, last, sent)
+		}
+		ss.srv.st.naks.Add(1)
+		for seq := first; seq <= last; {
+			if buf, seq, err = ss.sendRange(nf, buf, seq, last, true); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (ss *session) maxSent() uint64 {
+	sent := ss.sent.Load()
+	if ss.mode.Load() != modeStream {
+		sent = max(sent, ss.srv.lastSent.Load())
+	}
+	return sent
+}
+
+// readFrameFrom reads one whole frame of at most maxLen payload bytes.
+func readFrameFrom(br *bufio.Reader, maxLen int) (Header, []byte, error) {
+	var hb [HeaderSize]byte
+	if _, err := io.ReadFull(br, hb[:]); err != nil {
+		return Header{}, nil, eofErr(err)
+	}
+	h, err := ParseHeader(hb[:], maxLen)
+	if err != nil {
+		return h, nil, err
+	}
+	p := make([]byte, h.Len)
+	if _, err := io.ReadFull(br, p); err != nil {
+		return h, nil, eofErr(err)
+	}
+	return h, p, nil
+}
+
+// writeLoop streams history and live records over TCP as the mode asks,
+// and keeps the connection alive with heartbeats.
+func (ss *session) writeLoop(ctx context.Context) error {
+	s := ss.srv
+	for ctx.Err() == nil {
+		mode := ss.mode.Load()
+		if mode == modeLive {
+			sleepCtx(ctx, max(time.Until(time.Unix(0, ss.lastWrite.Load()).Add(tcpHeartbeat)), time.Millisecond))
+			if err := ss.heartbeatIfIdle(s.lastSent.Load()); err != nil {
+				return err
+			}
+			continue
+		}
+		w := s.ring.WriteSeq()
+		if ss.cursor <= w {
+			var err error
+			if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false); err != nil {
+				return err
+			}
+			continue
+		}
+		if mode == modeCatchUp && ss.catchUpDone() {
+			continue
+		}
+		if err := ss.heartbeatIfIdle(ss.sent.Load()); err != nil {
+			return err
+		}
+		wait := tcpHeartbeat
+		if mode == modeCatchUp {
+			wait = time.Millisecond
+		}
+		s.ring.Await(ss.cursor, shm.FutexWait(16), wait)
+	}
+	return nil
+}
+
+// catchUpDone ends the catch-up once TCP has covered everything the
+// datagram stream sent before this mirror was in it; a unicast mirror that
+// never punched is served over TCP instead.
+func (ss *session) catchUpDone() bool {
+	s := ss.srv
+	if ss.unicast && ss.punched.Load() == nil {
+		if time.Since(ss.born) > s.cfg.PunchTimeout {
+			ss.mode.Store(modeStream)
+			s.event(EventNoPunch, ss.tcp, nil)
+		}
+		return false
+	}
+	if ss.cursor <= s.lastSent.Load() {
+		return false
+	}
+	ss.mode.Store(modeLive)
+	ss.heartbeat(ss.cursor - 1)
+	return true
+}
+
+func (ss *session) heartbeatIfIdle(seq uint64) error {
+	if time.Since(time.Unix(0, ss.lastWrite.Load())) < tcpHeartbeat {
+		return nil
+	}
+	return ss.heartbeat(seq)
+}
+
+func (ss *session) heartbeat(seq uint64) error {
+	var b [HeaderSize]byte
+	Header{Kind: KindHeartbeat, Seq: seq}.Put(b[:])
+	ss.srv.st.heartbeats.Add(1)
+	return ss.write(b[:], true)
+}
+
+// write sends one or more whole frames, flushing when asked.
+func (ss *session) write(frames []byte, flush bool) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.tcp.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := ss.bw.Write(frames); err != nil {
+		return err
+	}
+	ss.lastWrite.Store(time.Now().UnixNano())
+	if flush {
+		return ss.bw.Flush()
+	}
+	return nil
+}

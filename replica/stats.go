@@ -1,0 +1,55 @@
+package replica
+
+// MirrorStats counts a mirror's activity.
+type MirrorStats struct {
+	Transport string // "tcp", "udp", or the datagram transport's name
+
+	Frames    uint64 // DATA frames received (TCP and UDP)
+	Datagrams uint64 // datagrams received
+	Records   uint64 // records written to the mirror ring
+	Bytes     uint64 // DATA payload bytes received
+
+	NaksSent      uint64 // NAK frames sent
+	CatchUp       uint64 // records written from TCP DATA as history or a TCP-only stream
+	Retransmitted uint64 // records written from TCP DATA answering NAKs
+	Gaps          uint64 // records the source no longer held (skipped by GAP)
+
+	Duplicates   uint64 // datagrams (or held frames) already written or held
+	Stale        uint64 // TCP frames already covered, held frames overtaken
+	OtherSession uint64 // datagrams of another source session
+	Malformed    uint64 // datagrams that failed to decode
+	Overflow     uint64 // datagrams dropped because MaxHeld were held
+
+	Held      int    // datagrams held ahead of a hole now
+	Next      uint64 // next sequence the mirror will write
+	Lag       uint64 // records behind the newest sequence heard of
+	Resets    uint64 // fresh rings started (RESET, new layout, restarted source)
+	Connects  uint64 // TCP connections made to the source
+	Heartbeat uint64 // last sent sequence announced by the source
+}
+
+// ServerStats counts a source's activity.
+type ServerStats struct {
+	Mirrors   int    // mirrors connected now
+	Frames    uint64 // DATA frames sent (UDP frames count once, whatever the fan-out)
+	Datagrams uint64 // datagrams sent (every destination, every --dup copy)
+	Records   uint64 // records sent in DATA frames over UDP
+	TCPFrames uint64 // DATA frames sent over TCP (streams, catch-up, NAK answers)
+	TCPRecord uint64 // records sent over TCP
+	Syscalls  uint64 // sendmmsg calls
+
+	NaksAnswered  uint64 // NAK frames answered
+	Retransmitted uint64 // records sent in answer to NAKs
+	Gaps          uint64 // GAP frames sent
+	GapRecords    uint64 // records announced lost by GAP frames
+	Heartbeats    uint64 // heartbeats sent (UDP and TCP)
+	Skipped       uint64 // records too large for a datagram (sent over TCP on request)
+
+	BadFrames   uint64 // TCP connections closed for a protocol error
+	BadPunches  uint64 // PUNCH datagrams with a wrong token, session or format
+	BadDatagram uint64 // other datagrams that were dropped
+
+	LastSent uint64 // last sequence sent over UDP
+	WriteSeq uint64 // the ring's write_seq
+	Lag      uint64 // write_seq − last sent
+}

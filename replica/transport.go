@@ -1,0 +1,44 @@
+package replica
+
+import (
+	"errors"
+	"net/netip"
+	"time"
+)
+
+// Message is one datagram of a batch.
+type Message struct {
+	// Buf holds the datagram to send, or the space to receive one into.
+	Buf []byte
+	// N is the length of the datagram received into Buf.
+	N int
+	// Addr is the destination of a datagram to send, or the source of one
+	// received.
+	Addr netip.AddrPort
+}
+
+// Transport moves batches of datagrams. The protocol code (sender, mirror)
+// sees only this interface; kernel UDP (this package), AF_PACKET and AF_XDP
+// implement it. A frame sent to many mirrors is one Message per
+// destination, all sharing one Buf, in a single SendBatch call.
+type Transport interface {
+	// SendBatch sends ms[i].Buf to ms[i].Addr for every message and returns
+	// how many were sent. It does not wait for buffer space: a full socket
+	// or ring returns the count sent so far with ErrWouldBlock.
+	SendBatch(ms []Message) (int, error)
+	// RecvBatch receives up to len(ms) datagrams. wait 0 polls without
+	// blocking; a positive wait blocks at most that long for the first
+	// datagram; a negative wait blocks until one arrives or the transport
+	// is closed. It returns 0, nil when nothing arrived in time.
+	RecvBatch(ms []Message, wait time.Duration) (int, error)
+	// LocalAddr is the address datagrams are received on.
+	LocalAddr() netip.AddrPort
+	// Close releases the transport; blocked calls return ErrClosed.
+	Close() error
+}
+
+// Transport errors.
+var (
+	ErrClosed     = errors.New("replica: closed")
+	ErrWouldBlock = errors.New("replica: transport would block")
+)

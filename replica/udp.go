@@ -1,0 +1,219 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"time"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+// UDPConfig configures a kernel UDP transport.
+type UDPConfig struct {
+	// Bind is the local address (port 0: any free port).
+	Bind netip.AddrPort
+	// Group, when valid, is a multicast group joined for receiving, on
+	// Iface (the interface with that address; unspecified: the kernel's
+	// choice).
+	Group netip.Addr
+	// Iface selects the interface, by its IPv4 address, for sending and
+	// joining multicast.
+	Iface netip.Addr
+	// TTL of multicast datagrams (default 1: the local network).
+	TTL int
+	// Loopback delivers our own multicast datagrams to local receivers.
+	Loopback bool
+	// Batch is the most datagrams one system call moves (default 64).
+	Batch int
+	// SocketBuffer sets SO_RCVBUF and SO_SNDBUF when positive.
+	SocketBuffer int
+}
+
+// UDP is the kernel UDP transport: sendmmsg and recvmmsg on one socket
+// registered with Go's poller. x/net/ipv4 sets the multicast options; the
+// batch calls are our own (udp_unsafe.go) because ipv4.PacketConn.ReadBatch
+// allocates a net.UDPAddr per datagram and cannot poll without parking.
+type UDP struct {
+	conn *net.UDPConn
+	raw  syscall.RawConn
+	// Sending and receiving may run in two goroutines: one set of kernel
+	// structures each.
+	smm, rmm *mmsg
+	addr netip.AddrPort
+	// waiting records the deadline last set, to avoid resetting it.
+	deadline time.Time
+}
+
+// NewUDP opens a kernel UDP transport.
+func NewUDP(cfg UDPConfig) (*UDP, error) {
+	if !cfg.Bind.Addr().IsValid() {
+		cfg.Bind = netip.AddrPortFrom(netip.IPv4Unspecified(), cfg.Bind.Port())
+	}
+	if cfg.Batch <= 0 {
+		cfg.Batch = 64
+	}
+	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}}
+	pc, err := lc.ListenPacket(contextBackground(), "udp4", cfg.Bind.String())
+	if err != nil {
+		return nil, fmt.Errorf("udp: listen %v: %w", cfg.Bind, err)
+	}
+	conn := pc.(*net.UDPConn)
+	u := &UDP{conn: conn, smm: newMmsg(cfg.Batch), rmm: newMmsg(cfg.Batch)}
+	if u.raw, err = conn.SyscallConn(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	u.addr = conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	if err := u.configure(cfg); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return u, nil
+}
+
+func (u *UDP) configure(cfg UDPConfig) error {
+	if cfg.SocketBuffer > 0 {
+		u.conn.SetReadBuffer(cfg.SocketBuffer)
+		u.conn.SetWriteBuffer(cfg.SocketBuffer)
+	}
+	p := ipv4.NewPacketConn(u.conn)
+	var ifi *net.Interface
+	if cfg.Iface.IsValid() && !cfg.Iface.IsUnspecified() {
+		var err error
+		if ifi, err = InterfaceByAddr(cfg.Iface); err != nil {
+			return err
+		}
+		if err := p.SetMulticastInterface(ifi); err != nil {
+			return fmt.Errorf("udp: multicast interface %s: %w", ifi.Name, err)
+		}
+	}
+	ttl := cfg.TTL
+	if ttl <= 0 {
+		ttl = 1
+	}
+	if err := p.SetMulticastTTL(ttl); err != nil {
+		return fmt.Errorf("udp: multicast ttl: %w", err)
+	}
+	if err := p.SetMulticastLoopback(cfg.Loopback); err != nil {
+		return fmt.Errorf("udp: multicast loopback: %w", err)
+	}
+	if cfg.Group.IsValid() {
+		if !cfg.Group.Is4() || !cfg.Group.IsMulticast() {
+			return fmt.Errorf("udp: %v is not an IPv4 multicast group", cfg.Group)
+		}
+		if err := p.JoinGroup(ifi, &net.UDPAddr{IP: cfg.Group.AsSlice()}); err != nil {
+			return fmt.Errorf("udp: join %v: %w", cfg.Group, err)
+		}
+	}
+	return nil
+}
+
+// InterfaceByAddr finds the interface holding an IPv4 address.
+func InterfaceByAddr(a netip.Addr) (*net.Interface, error) {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	for i := range ifs {
+		addrs, _ := ifs[i].Addrs()
+		for _, ad := range addrs {
+			if pfx, err := netip.ParsePrefix(ad.String()); err == nil && pfx.Addr() == a {
+				return &ifs[i], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("udp: no interface has address %v", a)
+}
+
+// LocalAddr is the bound address.
+func (u *UDP) LocalAddr() netip.AddrPort { return u.addr }
+
+// SendBatch sends the messages with sendmmsg, in chunks of the batch size.
+func (u *UDP) SendBatch(ms []Message) (int, error) {
+	sent := 0
+	for sent < len(ms) {
+		n, err := u.sendChunk(ms[sent:])
+		sent += n
+		if err != nil {
+			return sent, err
+		}
+	}
+	return sent, nil
+}
+
+func (u *UDP) sendChunk(ms []Message) (int, error) {
+	ms = ms[:min(len(ms), u.smm.cap())]
+	n := u.smm.packSend(ms)
+	var sent int
+	var serr error
+	err := u.raw.Write(func(fd uintptr) bool {
+		sent, serr = u.smm.sendmmsg(fd, n)
+		return serr != unix.EAGAIN
+	})
+	switch {
+	case err != nil:
+		return 0, mapNetErr(err)
+	case serr != nil:
+		return max(sent, 0), os.NewSyscallError("sendmmsg", serr)
+	}
+	return sent, nil
+}
+
+// RecvBatch receives with recvmmsg (see Transport).
+func (u *UDP) RecvBatch(ms []Message, wait time.Duration) (int, error) {
+	ms = ms[:min(len(ms), u.rmm.cap())]
+	n := u.rmm.packRecv(ms)
+	if wait > 0 {
+		if err := u.conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
+			return 0, mapNetErr(err)
+		}
+		u.deadline = time.Time{}
+	} else if !u.deadline.IsZero() || wait < 0 {
+		u.conn.SetReadDeadline(time.Time{})
+	}
+	var got int
+	var rerr error
+	err := u.raw.Read(func(fd uintptr) bool {
+		got, rerr = u.rmm.recvmmsg(fd, n)
+		return wait == 0 || rerr != unix.EAGAIN
+	})
+	if wait > 0 {
+		u.deadline = time.Now() // a deadline is set; clear it next time
+	}
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return 0, nil
+	case err != nil:
+		return 0, mapNetErr(err)
+	case rerr == unix.EAGAIN:
+		return 0, nil
+	case rerr != nil:
+		return 0, os.NewSyscallError("recvmmsg", rerr)
+	}
+	u.rmm.unpackRecv(ms[:got])
+	return got, nil
+}
+
+// Close closes the socket.
+func (u *UDP) Close() error { return u.conn.Close() }
+
+func mapNetErr(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return ErrClosed
+	}
+	return err
+}
