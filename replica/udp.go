@@ -217,3 +217,21 @@ func mapNetErr(err error) error {
 	}
 	return err
 }
+
+// InterfaceAddr returns the first IPv4 address of the named interface.
+func InterfaceAddr(name string) (netip.Addr, error) {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	addrs, err := ifi.Addrs()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	for _, ad := range addrs {
+		if pfx, err := netip.ParsePrefix(ad.String()); err == nil && pfx.Addr().Is4() {
+			return pfx.Addr(), nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no IPv4 address", name)
+}

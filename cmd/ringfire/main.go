@@ -1,7 +1,7 @@
-// Command ringfire inspects, monitors and exercises ringfire shared-memory
-// rings: stat, top, dump and prune look at a ring any producer wrote; gen
-// and tail are a synthetic producer and a validating reader for tests and
-// benchmarks.
+// Command ringfire inspects, monitors, exercises and replicates ringfire
+// shared-memory rings: stat, top, dump and prune look at a ring any producer
+// wrote; gen and tail are a synthetic producer and a validating reader for
+// tests and benchmarks; serve and mirror copy a ring to other hosts.
 package main
 
 import (
@@ -31,6 +31,8 @@ var commands = []command{
 	{"prune", "release the registry entries of dead readers", runPrune},
 	{"gen", "create a ring and write synthetic checksummed records", runGen},
 	{"tail", "read and validate synthetic records", runTail},
+	{"serve", "serve a ring to mirrors over TCP, UDP multicast or UDP unicast", runServe},
+	{"mirror", "keep a local copy of a served ring, same sequence numbers", runMirror},
 }
 
 func main() {
@@ -83,7 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func printUsage(w io.Writer) {
 	fmt.Fprint(w, "usage: ringfire COMMAND PATH [flags]\n\ncommands:\n")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-6s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, "\nRun 'ringfire COMMAND --help' for a command's description and flags.\n")
 }
@@ -130,17 +132,27 @@ func printFlags(fs *flag.FlagSet, w io.Writer) {
 }
 
 // parsePath parses a subcommand's arguments: exactly one PATH positional,
-// with flags before and after it (parse flags, take a positional, parse
-// flags again). A "--" ends the flags. It returns flag.ErrHelp after
-// printing the help for --help, and a usage error for anything else wrong.
+// with flags before and after it.
 func parsePath(fs *flag.FlagSet, args []string) (string, error) {
+	pos, err := parseArgs(fs, args, "PATH")
+	if err != nil {
+		return "", err
+	}
+	return pos[0], nil
+}
+
+// parseArgs parses flags mixed with exactly len(names) positionals (parse
+// flags, take a positional, parse flags again). A "--" ends the flags. It
+// returns flag.ErrHelp after printing the help for --help, and a usage
+// error for anything else wrong.
+func parseArgs(fs *flag.FlagSet, args []string, names ...string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return "", err
+				return nil, err
 			}
-			return "", &usageError{err}
+			return nil, &usageError{err}
 		}
 		rest := fs.Args()
 		if n := len(args) - len(rest); n > 0 && args[n-1] == "--" {
@@ -154,12 +166,12 @@ func parsePath(fs *flag.FlagSet, args []string) (string, error) {
 		args = rest[1:]
 	}
 	switch {
-	case len(pos) == 0:
-		return "", usagef("missing PATH (run 'ringfire %s --help')", fs.Name())
-	case len(pos) > 1:
-		return "", usagef("unexpected argument %q after PATH %q", pos[1], pos[0])
+	case len(pos) < len(names):
+		return nil, usagef("missing %s (run 'ringfire %s --help')", names[len(pos)], fs.Name())
+	case len(pos) > len(names):
+		return nil, usagef("unexpected argument %q after %s %q", pos[len(names)], names[len(names)-1], pos[len(names)-1])
 	}
-	return pos[0], nil
+	return pos, nil
 }
 
 // helpOr turns the flag.ErrHelp of a --help request into success.

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"time"
+
+	"github.com/ringfire/ringfire/replica"
+)
+
+const serveHelp = `Serve maps the ring at PATH read-only and serves it to mirrors. Every mirror
+connects to --bind over TCP (handshake, history, NAK repair). Records then
+travel over TCP, or as UDP datagrams: to a multicast group (--multicast, one
+datagram for all mirrors of a LAN) or by unicast to mirrors that punch to
+--udp PORT (other sites, clouds, NAT). Lost datagrams are repaired from the
+ring itself; what the ring no longer holds becomes a gap. Frames leave when
+full or, under load, at most once per --linger-us (adaptive: 50 µs). The
+counters are printed when serve ends (SIGINT, SIGTERM or --duration).`
+
+type serveFlags struct {
+	bind, multicast, iface string
+	ttl, udp, dup, mtu     int
+	batch, lingerUS        int
+	spin, json             bool
+	duration, every        time.Duration
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "PATH [flags]", serveHelp, stderr)
+	var f serveFlags
+	fs.StringVar(&f.bind, "bind", "0.0.0.0:7400", "TCP control `address` mirrors connect to")
+	fs.StringVar(&f.multicast, "multicast", "", "send datagrams to this multicast `group:port`")
+	fs.StringVar(&f.iface, "iface", "", "interface (`address` or name) multicast leaves by")
+	fs.IntVar(&f.ttl, "ttl", 1, "multicast TTL")
+	fs.IntVar(&f.udp, "udp", 0, "UDP `port` for unicast mirrors that punch (0: none)")
+	fs.IntVar(&f.dup, "dup", 1, "send every datagram `N` times")
+	fs.IntVar(&f.mtu, "mtu", replica.DefaultMTU, "datagram budget in `bytes`, 16-byte header included")
+	fs.IntVar(&f.batch, "batch", 0, "at most `N` records per frame (0: fill the MTU)")
+	fs.IntVar(&f.lingerUS, "linger-us", -1, "frame pacing in `µs` (-1: adaptive, 0: none)")
+	fs.BoolVar(&f.spin, "spin", false, "busy-poll the ring (lowest latency, one core)")
+	addRunFlags(fs, &f.duration, &f.every, &f.json)
+	path, err := parsePath(fs, args)
+	if err != nil {
+		return helpOr(err)
+	}
+	cfg, err := f.config(path, stderr)
+	if err != nil {
+		return err
+	}
+	srv, err := replica.NewServer(cfg)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	slog.New(slog.NewTextHandler(stderr, nil)).Info("serving", "ring", path, "bind", srv.Addr(),
+		"multicast", f.multicast, "udp", f.udp, "session", srv.Session())
+	ctx, cancel := runContext(ctx, f.duration)
+	defer cancel()
+	go every(ctx, f.every, func() { printServerStats(stdout, srv.Stats(), false) })
+	err = srv.Serve(ctx)
+	st := srv.Stats()
+	srv.Close()
+	printServerStats(stdout, st, f.json)
+	return err
+}
+
+func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig, error) {
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	cfg := replica.ServerConfig{Ring: path, Bind: f.bind, TTL: f.ttl, UDPPort: f.udp, Dup: f.dup,
+		MTU: f.mtu, Batch: f.batch, Linger: time.Duration(f.lingerUS) * time.Microsecond, Spin: f.spin,
+		Events: func(e replica.Event) {
+			log.Info("mirror "+e.Kind.String(), "peer", e.Peer, "err", e.Err)
+		}}
+	if f.lingerUS < 0 {
+		cfg.Linger = -1
+	}
+	if f.multicast != "" {
+		g, err := netip.ParseAddrPort(f.multicast)
+		if err != nil || !g.Addr().Is4() || !g.Addr().IsMulticast() {
+			return cfg, usagef("--multicast %q: want an IPv4 multicast GROUP:PORT such as 239.255.0.1:7401", f.multicast)
+		}
+		cfg.Multicast = g
+	}
+	var err error
+	if cfg.Iface, err = ifaceAddr(f.iface); err != nil {
+		return cfg, err
+	}
+	if f.udp < 0 || f.udp > 65535 || f.dup < 1 || f.dup > 16 || f.batch < 0 {
+		return cfg, usagef("--udp must be a port, --dup 1..16, --batch ≥ 0")
+	}
+	return cfg, nil
+}
+
+// ifaceAddr accepts an interface's IPv4 address or its name.
+func ifaceAddr(s string) (netip.Addr, error) {
+	if s == "" {
+		return netip.Addr{}, nil
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		if !a.Is4() {
+			return a, usagef("--iface %q: want an IPv4 address or an interface name", s)
+		}
+		return a, nil
+	}
+	a, err := replica.InterfaceAddr(s)
+	if err != nil {
+		return a, usagef("--iface %q: %v", s, err)
+	}
+	return a, nil
+}
+
+func addRunFlags(fs *flag.FlagSet, duration, interval *time.Duration, asJSON *bool) {
+	fs.DurationVar(duration, "duration", 0, "stop after this `duration` (0: until SIGINT or SIGTERM)")
+	fs.DurationVar(interval, "stats-interval", 0, "print the counters every `interval` (0: only at the end)")
+	fs.BoolVar(asJSON, "json", false, "print the final counters as JSON")
+}
+
+func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d > 0 {
+		return context.WithTimeout(ctx, d)
+	}
+	return context.WithCancel(ctx)
+}
+
+// every calls fn every d until ctx ends (never when d is 0).
+func every(ctx context.Context, d time.Duration, fn func()) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
+func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
+	if asJSON {
+		json.NewEncoder(w).Encode(st)
+		return
+	}
+	fmt.Fprintf(w, "serve: mirrors %d, write_seq %d, last sent %d, lag %d\n", st.Mirrors, st.WriteSeq, st.LastSent, st.Lag)
+	fmt.Fprintf(w, "  udp: frames %d, records %d, datagrams %d, sendmmsg calls %d, heartbeats %d, too large for a datagram %d\n",
+		st.Frames, st.Records, st.Datagrams, st.Syscalls, st.Heartbeats, st.Skipped)
+	fmt.Fprintf(w, "  tcp: frames %d, records %d; NAKs answered %d, retransmitted %d, gaps %d (%d records)\n",
+		st.TCPFrames, st.TCPRecord, st.NaksAnswered, st.Retransmitted, st.Gaps, st.GapRecords)
+	fmt.Fprintf(w, "  refused: connections %d, punches %d, datagrams %d\n", st.BadFrames, st.BadPunches, st.BadDatagram)
+}
