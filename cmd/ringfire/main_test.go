@@ -65,20 +65,27 @@ func TestTopLevelHelp(t *testing.T) {
 
 func TestSubcommandHelp(t *testing.T) {
 	flags := map[string][]string{
-		"stat":  {"--json"},
-		"top":   {"--interval-ms", "--iterations"},
-		"dump":  {"--tail", "--hex"},
-		"prune": {},
-		"gen":   {"--rate", "--count", "--size", "--capacity", "--lossless", "--replace"},
-		"tail":  {"--from", "--count", "--timeout", "--quiet"},
+		"stat":   {"--json"},
+		"top":    {"--interval-ms", "--iterations"},
+		"dump":   {"--tail", "--hex"},
+		"prune":  {},
+		"gen":    {"--rate", "--count", "--size", "--capacity", "--lossless", "--replace"},
+		"tail":   {"--from", "--count", "--timeout", "--quiet"},
+		"serve":  {"--bind", "--multicast", "--iface", "--ttl", "--udp", "--dup", "--mtu", "--batch", "--linger-us", "--spin"},
+		"mirror": {"--from", "--iface", "--unicast", "--tcp", "--once", "--reconnect-ms", "--spin"},
 	}
+	synopsis := map[string]string{"mirror": "SOURCE PATH"}
 	for _, c := range commands {
 		for _, h := range []string{"--help", "-h"} {
 			_, stderr, err := runCmd(t, c.name, h)
 			if err != nil {
 				t.Fatalf("%s %s: %v", c.name, h, err)
 			}
-			wantContains(t, c.name+" "+h, stderr, append([]string{"usage: ringfire " + c.name + " PATH"}, flags[c.name]...)...)
+			syn := synopsis[c.name]
+			if syn == "" {
+				syn = "PATH"
+			}
+			wantContains(t, c.name+" "+h, stderr, append([]string{"usage: ringfire " + c.name + " " + syn}, flags[c.name]...)...)
 			if len(strings.Fields(stderr)) < 40 {
 				t.Errorf("%s help has no real description:\n%s", c.name, stderr)
 			}
