@@ -1,15 +1,17 @@
 package shm
 
+// Single-process ring benchmarks (push, receive, batch receive) and the
+// allocation check of the hot paths, with the 64-byte benchMsg record and
+// the /dev/shm ring directory that the ping-pong benchmarks share.
+
 import (
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -90,25 +92,11 @@ func benchSweep(root string) {
 func benchProducer(tb testing.TB, opts ProducerOptions) (*Producer[benchMsg], string) {
 	tb.Helper()
 	path := filepath.Join(benchDir(tb), "ring")
-	p, err := NewProducer[benchMsg](path, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { p.Close() })
+	p := producer[benchMsg](tb, path, opts)
 	if es := p.Writer().Ring().Layout().ElementSize; es != 64 {
 		tb.Fatalf("slot stride %d, want 64", es)
 	}
 	return p, path
-}
-
-func benchConsumer(tb testing.TB, path string, opts ReadOptions) *Consumer[benchMsg] {
-	tb.Helper()
-	c, err := NewConsumer[benchMsg](path, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	return c
 }
 
 // benchFill pushes records from+1 .. from+n.
@@ -122,10 +110,43 @@ func benchFill(tb testing.TB, p *Producer[benchMsg], from uint64, n int) {
 	}
 }
 
+// benchRefill keeps the ring of a receive benchmark stocked: when every
+// record pushed has been taken, it pushes the next benchChunk with the
+// timer stopped.
+type benchRefill struct {
+	p      *Producer[benchMsg]
+	pushed uint64
+	left   int
+}
+
+// take accounts for the n records about to be received, refilling the ring
+// first when it holds none. It is inlined: the timed loop pays one compare.
+func (r *benchRefill) take(b *testing.B, n int) {
+	if r.left == 0 {
+		r.refill(b)
+	}
+	r.left -= n
+}
+
+func (r *benchRefill) refill(b *testing.B) {
+	b.StopTimer()
+	benchFill(b, r.p, r.pushed, benchChunk)
+	r.pushed += benchChunk
+	r.left = benchChunk
+	b.StartTimer()
+}
+
 // BenchmarkPushNoReader: Producer.Push of a 64-byte slot on a lossy ring
 // nobody reads.
 func BenchmarkPushNoReader(b *testing.B) {
 	p, _ := benchProducer(b, ProducerOptions{Capacity: benchCap})
+	benchPushLoop(b, p)
+}
+
+// benchPushLoop is the timed loop of the push benchmarks: every iteration
+// pushes the next record, stamped, which must get its own sequence. It
+// returns the last sequence pushed.
+func benchPushLoop(b *testing.B, p *Producer[benchMsg]) uint64 {
 	var m benchMsg
 	var seq uint64
 	b.ReportAllocs()
@@ -136,6 +157,7 @@ func BenchmarkPushNoReader(b *testing.B) {
 			b.Fatalf("push %d: got sequence %d, %v", seq, s, err)
 		}
 	}
+	return seq
 }
 
 // BenchmarkTryRecv: successful Consumer.TryRecv only. The ring is refilled
@@ -143,24 +165,17 @@ func BenchmarkPushNoReader(b *testing.B) {
 // every timed call returns the next record; its sequence is checked.
 func BenchmarkTryRecv(b *testing.B) {
 	p, path := benchProducer(b, ProducerOptions{Capacity: benchCap})
-	c := benchConsumer(b, path, ReadOptions{Start: StartOldest})
+	c := consumer[benchMsg](b, path, ReadOptions{Start: StartOldest})
+	r := benchRefill{p: p}
 	var m benchMsg
-	var pushed, want uint64
-	left := 0
+	var want uint64
 	b.ReportAllocs()
 	for b.Loop() {
-		if left == 0 {
-			b.StopTimer()
-			benchFill(b, p, pushed, benchChunk)
-			pushed += benchChunk
-			left = benchChunk
-			b.StartTimer()
-		}
+		r.take(b, 1)
 		want++
 		if !c.TryRecv(&m) || m.Seq != want || m.Pay[47] != byte(^want>>56) {
 			b.Fatalf("TryRecv: got %d (payload tail %#x), want %d", m.Seq, m.Pay[47], want)
 		}
-		left--
 	}
 	if c.Lapped() != 0 {
 		b.Fatalf("consumer lapped %d records", c.Lapped())
@@ -173,19 +188,13 @@ func BenchmarkTryRecv(b *testing.B) {
 // checked.
 func BenchmarkRecvBatch32(b *testing.B) {
 	p, path := benchProducer(b, ProducerOptions{Capacity: benchCap})
-	c := benchConsumer(b, path, ReadOptions{Start: StartOldest})
+	c := consumer[benchMsg](b, path, ReadOptions{Start: StartOldest})
+	r := benchRefill{p: p}
 	buf := make([]benchMsg, benchBatch)
-	var pushed, want uint64
-	left := 0
+	var want uint64
 	b.ReportAllocs()
 	for b.Loop() {
-		if left == 0 {
-			b.StopTimer()
-			benchFill(b, p, pushed, benchChunk)
-			pushed += benchChunk
-			left = benchChunk
-			b.StartTimer()
-		}
+		r.take(b, benchBatch)
 		if n := c.RecvBatch(buf); n != benchBatch {
 			b.Fatalf("RecvBatch returned %d records, want %d", n, benchBatch)
 		}
@@ -195,134 +204,12 @@ func BenchmarkRecvBatch32(b *testing.B) {
 				b.Fatalf("RecvBatch: record %d has sequence %d, want %d", i, buf[i].Seq, want)
 			}
 		}
-		left -= benchBatch
 	}
 	if c.Lapped() != 0 || c.Seq() != want {
 		b.Fatalf("consumer at %d lapped %d, want %d and 0", c.Seq(), c.Lapped(), want)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*benchBatch), "ns/msg")
 }
-
-// benchDrainer is a reader goroutine, locked to its OS thread, that drains
-// a ring with RecvBatch while the benchmark goroutine pushes.
-type benchDrainer struct {
-	c        *Consumer[benchMsg]
-	lossless bool
-	final    atomic.Uint64 // last sequence pushed, set before stop
-	stop     atomic.Bool
-	done     chan error
-}
-
-// benchIdleLimit bounds how long the drainer may see an empty ring before it
-// gives up.
-const benchIdleLimit = 10 * time.Second
-
-func startDrainer(c *Consumer[benchMsg], lossless bool) *benchDrainer {
-	d := &benchDrainer{c: c, lossless: lossless, done: make(chan error, 1)}
-	ready := make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		close(ready)
-		err := d.run()
-		if err != nil {
-			// Unregister, so a lossless producer is not held back by a
-			// reader that no longer reads; the benchmark reports err.
-			c.Close()
-		}
-		d.done <- err
-	}()
-	<-ready
-	return d
-}
-
-func (d *benchDrainer) run() error {
-	var buf [benchBatch]benchMsg
-	var last uint64
-	idle := 0
-	lastProgress := time.Now()
-	for {
-		n := d.c.RecvBatch(buf[:])
-		if n > 0 {
-			for i := range n {
-				s := buf[i].Seq
-				// Lossless: every record, in order. Lossy: increasing, laps
-				// may skip some.
-				if s <= last || (d.lossless && s != last+1) || buf[i].Pay[40] != byte(^s) {
-					return fmt.Errorf("drainer: record %d after %d (payload %#x)", s, last, buf[i].Pay[40])
-				}
-				last = s
-			}
-			idle = 0
-			continue
-		}
-		idle++
-		if idle&1023 != 0 {
-			continue
-		}
-		if d.stop.Load() && d.c.Reader().Next() > d.final.Load() {
-			return nil
-		}
-		if now := time.Now(); idle == 1024 {
-			lastProgress = now
-		} else if now.Sub(lastProgress) > benchIdleLimit {
-			return fmt.Errorf("drainer: no record for %v (next %d, stop %v)", benchIdleLimit, d.c.Reader().Next(), d.stop.Load())
-		}
-	}
-}
-
-// finish stops the drainer once it has read up to final and waits for it.
-func (d *benchDrainer) finish(final uint64) error {
-	d.final.Store(final)
-	d.stop.Store(true)
-	select {
-	case err := <-d.done:
-		return err
-	case <-time.After(2 * benchIdleLimit):
-		return fmt.Errorf("drainer did not stop within %v", 2*benchIdleLimit)
-	}
-}
-
-func benchPushWithReader(b *testing.B, lossless bool) {
-	p, path := benchProducer(b, ProducerOptions{Capacity: benchCap, Lossless: lossless})
-	c := benchConsumer(b, path, ReadOptions{Start: StartOldest, Name: "bench-drainer"})
-	if c.Reader().Registered() != lossless {
-		b.Fatalf("reader registered = %v on a lossless=%v ring", c.Reader().Registered(), lossless)
-	}
-	d := startDrainer(c, lossless)
-	var m benchMsg
-	var seq uint64
-	b.ReportAllocs()
-	for b.Loop() {
-		seq++
-		benchStamp(&m, seq)
-		if s, err := p.Push(&m); err != nil || s != seq {
-			b.Fatalf("push %d: got sequence %d, %v", seq, s, err)
-		}
-	}
-	if err := d.finish(seq); err != nil {
-		b.Fatal(err)
-	}
-	recv, lapped := c.Reader().Received(), c.Lapped()
-	if recv+lapped != seq || (lossless && lapped != 0) {
-		b.Fatalf("reader received %d and lapped %d of %d records", recv, lapped, seq)
-	}
-	b.ReportMetric(float64(lapped)/float64(b.N), "lapped/op")
-	if lossless {
-		b.ReportMetric(float64(p.Writer().Stats().Backpressure)/float64(b.N), "waits/op")
-	}
-}
-
-// BenchmarkPushLossyReader: Producer.Push on a lossy ring while a reader
-// goroutine (its own OS thread, the other core) drains it with RecvBatch;
-// lapped/op is the fraction of records the reader missed.
-func BenchmarkPushLossyReader(b *testing.B) { benchPushWithReader(b, false) }
-
-// BenchmarkPushLosslessReader: Producer.Push on a lossless ring with one
-// registered reader draining it as above; the producer waits whenever the
-// reader is a full ring behind (waits/op: pushes that found the gate
-// closed). The reader must see every record.
-func BenchmarkPushLosslessReader(b *testing.B) { benchPushWithReader(b, true) }
 
 // TestHotPathAllocs: the hot paths allocate nothing (tolerance-free; this
 // holds under the race detector as well).
@@ -347,7 +234,7 @@ func TestHotPathAllocs(t *testing.T) {
 
 	check("Producer.Push", push)
 
-	c := benchConsumer(t, path, ReadOptions{Start: StartOldest})
+	c := consumer[benchMsg](t, path, ReadOptions{Start: StartOldest})
 	want := uint64(0)
 	check("Consumer.TryRecv", func() {
 		want++
@@ -390,7 +277,7 @@ func TestHotPathAllocs(t *testing.T) {
 	})
 
 	lp, lpath := benchProducer(t, ProducerOptions{Capacity: 64, Lossless: true})
-	lc := benchConsumer(t, lpath, ReadOptions{Start: StartOldest})
+	lc := consumer[benchMsg](t, lpath, ReadOptions{Start: StartOldest})
 	var lseq uint64
 	check("Producer.Push (lossless, registered reader keeping up)", func() {
 		lseq++

@@ -17,22 +17,7 @@ type blobMeta struct {
 func newBlobRing(t testing.TB, capa, arena uint64) (*BlobProducer[blobMeta], string) {
 	t.Helper()
 	path := ringPath(t)
-	p, err := NewBlobProducer[blobMeta](path, BlobOptions{Capacity: capa, ArenaSize: arena})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p, path
-}
-
-func blobConsumer(t testing.TB, path string, opts ReadOptions) *BlobConsumer[blobMeta] {
-	t.Helper()
-	c, err := NewBlobConsumer[blobMeta](path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return blobProducer[blobMeta](t, path, BlobOptions{Capacity: capa, ArenaSize: arena}), path
 }
 
 // blobBytes is the deterministic content of blob i.
@@ -42,7 +27,7 @@ func blobBytes(i int) []byte {
 
 func TestBlobRoundTrip(t *testing.T) {
 	p, path := newBlobRing(t, 16, 4096)
-	c := blobConsumer(t, path, ReadOptions{Start: StartOldest})
+	c := blobConsumer[blobMeta](t, path, ReadOptions{Start: StartOldest})
 	for i := range 10 {
 		if _, err := p.PushFlags(&blobMeta{Symbol: 42, Seq: uint32(i)}, blobBytes(i), uint32(i)); err != nil {
 			t.Fatal(err)
@@ -72,7 +57,7 @@ func TestBlobRoundTrip(t *testing.T) {
 
 func TestBlobShortBufferKeepsRecord(t *testing.T) {
 	p, path := newBlobRing(t, 16, 4096)
-	c := blobConsumer(t, path, ReadOptions{Start: StartOldest})
+	c := blobConsumer[blobMeta](t, path, ReadOptions{Start: StartOldest})
 	p.Push(&blobMeta{Seq: 1}, bytes.Repeat([]byte{7}, 100))
 	var m blobMeta
 	n, ok, err := c.TryRecv(&m, make([]byte, 10))
@@ -89,7 +74,7 @@ func TestBlobOverwrittenSkipped(t *testing.T) {
 	// 64 slots but an arena of only 8 blobs of 128 bytes: the arena laps
 	// long before the descriptor ring does.
 	p, path := newBlobRing(t, 64, 1024)
-	c := blobConsumer(t, path, ReadOptions{Start: StartOldest})
+	c := blobConsumer[blobMeta](t, path, ReadOptions{Start: StartOldest})
 	for i := range 20 {
 		p.Push(&blobMeta{Seq: uint32(i)}, bytes.Repeat([]byte{byte(i)}, 100))
 	}
@@ -116,7 +101,7 @@ func TestBlobOverwrittenSkipped(t *testing.T) {
 
 func TestBlobWrapsToLapBoundary(t *testing.T) {
 	p, path := newBlobRing(t, 64, 1024)
-	c := blobConsumer(t, path, ReadOptions{Start: StartOldest})
+	c := blobConsumer[blobMeta](t, path, ReadOptions{Start: StartOldest})
 	// 3 × 320 = 960 bytes, then a 128-byte blob cannot fit the last 64
 	// bytes and starts at the next lap.
 	for i := range 3 {
@@ -149,7 +134,7 @@ func TestBlobWrapsToLapBoundary(t *testing.T) {
 
 func TestBlobView(t *testing.T) {
 	p, path := newBlobRing(t, 16, 1024)
-	c := blobConsumer(t, path, ReadOptions{Start: StartOldest})
+	c := blobConsumer[blobMeta](t, path, ReadOptions{Start: StartOldest})
 	p.Push(&blobMeta{Symbol: 7}, []byte("hello"))
 	p.Push(&blobMeta{Symbol: 8}, []byte("world!"))
 	sum, ok, err := View(c, func(m *blobMeta, b []byte) string { return fmt.Sprintf("%d:%s", m.Symbol, b) })
@@ -179,7 +164,7 @@ func TestBlobConcurrentNeverTorn(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
 	for r := range 2 {
-		c := blobConsumer(t, path, ReadOptions{Start: StartOldest})
+		c := blobConsumer[blobMeta](t, path, ReadOptions{Start: StartOldest})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -26,11 +26,7 @@ func TestCreateOverStaleRing(t *testing.T) {
 		t.Fatal(err)
 	}
 	pushTicks(t, p, 1, 5)
-	old, err := Open(path, OpenOptions{}) // an old reader's mapping
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer old.Close()
+	old := openRing(t, path, OpenOptions{}) // an old reader's mapping
 	p.Close()
 
 	// Same geometry: replaced by a fresh inode; the old mapping is untouched.
@@ -77,11 +73,7 @@ func TestOpenWriterContinues(t *testing.T) {
 	}
 	pushTicks(t, p, 1, 5)
 	p.Close()
-	w, err := OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := openWriter(t, path)
 	v := tick{Seq: 6, Value: 18}
 	if s, err := w.Push(bytesOf(&v)); err != nil || s != 6 {
 		t.Fatalf("push after reopen: %d %v", s, err)
@@ -146,7 +138,7 @@ func TestConsumerTypeMismatch(t *testing.T) {
 
 func TestClosedObjects(t *testing.T) {
 	p, path := newTickRing(t, ProducerOptions{Capacity: 8})
-	c := consumer(t, path, ReadOptions{})
+	c := consumer[tick](t, path, ReadOptions{})
 	r, err := Open(path, OpenOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -7,107 +7,38 @@ package shm
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
+	"slices"
 	"testing"
 )
 
 const fxRingName = "ring-py-fixed-16x56.bin"
 
-// fxDir is shared/fixtures relative to the package directory (go test runs
-// in shm/; the repository sits beside shared/).
-func fxDir() string { return filepath.Join("..", "..", "shared", "fixtures") }
-
-// fxCopy copies a read-only fixture into a temp dir so the test can map it
-// read-write. It skips (with the reason) only when the fixture is missing.
-func fxCopy(t testing.TB, name string) string {
-	t.Helper()
-	src := filepath.Join(fxDir(), name)
-	in, err := os.Open(src)
-	if os.IsNotExist(err) {
-		t.Skipf("foreign fixture %s not found (looked in %s, relative to the package dir); skipping", name, fxDir())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	dst := filepath.Join(t.TempDir(), name)
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
-// fxRec is the fixture's record: seq u64 @0, value u64 @8, text [40]byte @16.
-type fxRec struct {
-	Seq   uint64
-	Value uint64
-	Text  [40]byte
-}
-
-func fxWant(seq uint64) fxRec {
-	r := fxRec{Seq: seq, Value: 3 * seq}
+// fxWant is record seq of the fixture (a tick: seq, value 3*seq, text).
+func fxWant(seq uint64) tick {
+	r := tick{Seq: seq, Value: 3 * seq}
 	copy(r.Text[:], fmt.Sprintf("record-%02d", seq))
 	return r
 }
 
-func fxDrain(t *testing.T, name string, c *Consumer[fxRec]) []uint64 {
+// fxDrain receives from c until it runs dry, checking each record whole.
+func fxDrain(t *testing.T, name string, c *Consumer[tick]) []uint64 {
 	t.Helper()
-	var got []uint64
-	for range 100 {
-		var v fxRec
+	var v tick
+	return drainSeqs(t, name+" reader", 100, func() (uint64, bool) {
+		t.Helper()
 		if !c.TryRecv(&v) {
-			return got
+			return 0, false
 		}
 		if v != fxWant(v.Seq) || v.Seq != c.Seq() {
 			t.Errorf("%s reader: record at seq %d is %+v (text %q), want %+v", name, c.Seq(), v, bytes.TrimRight(v.Text[:], "\x00"), fxWant(c.Seq()))
 		}
-		got = append(got, v.Seq)
-	}
-	t.Fatalf("%s reader never ran dry", name)
-	return nil
-}
-
-func fxSeqs(from, to uint64) []uint64 {
-	var s []uint64
-	for i := from; i <= to; i++ {
-		s = append(s, i)
-	}
-	return s
-}
-
-func fxEqual(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func fxConsumer(t *testing.T, path string, opts ReadOptions) *Consumer[fxRec] {
-	t.Helper()
-	c, err := NewConsumer[fxRec](path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+		return v.Seq, true
+	})
 }
 
 func TestForeignFixtureRing(t *testing.T) {
-	path := fxCopy(t, fxRingName)
+	path, orig := fixtureCopy(t, fxRingName)
 
 	st, err := os.Stat(path)
 	if err != nil {
@@ -117,11 +48,7 @@ func TestForeignFixtureRing(t *testing.T) {
 		t.Fatalf("fixture size %d, README says 1152", st.Size())
 	}
 
-	r, err := Open(path, OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRing(t, path, OpenOptions{})
 	h, err := r.Header()
 	if err != nil {
 		t.Fatal(err)
@@ -175,20 +102,20 @@ func TestForeignFixtureRing(t *testing.T) {
 	// Readers: "oldest" gets 5..20; sequence 1 gets 5..20 with 4 lapped;
 	// "latest" starts at 20; "head" waits for 21. Register=false and true
 	// (the ring has no registry: both read the same).
-	oldest := fxConsumer(t, path, ReadOptions{Start: StartOldest})
-	if got := fxDrain(t, "oldest", oldest); !fxEqual(got, fxSeqs(5, 20)) || oldest.Lapped() != 0 {
+	oldest := consumer[tick](t, path, ReadOptions{Start: StartOldest})
+	if got := fxDrain(t, "oldest", oldest); !slices.Equal(got, seqs(5, 20)) || oldest.Lapped() != 0 {
 		t.Errorf("oldest reader got %v lapped %d, want 5..20 lapped 0", got, oldest.Lapped())
 	}
-	seq1 := fxConsumer(t, path, ReadOptions{Start: StartSequence, Sequence: 1, NoRegister: true})
-	if got := fxDrain(t, "sequence 1", seq1); !fxEqual(got, fxSeqs(5, 20)) || seq1.Lapped() != 4 {
+	seq1 := consumer[tick](t, path, ReadOptions{Start: StartSequence, Sequence: 1, NoRegister: true})
+	if got := fxDrain(t, "sequence 1", seq1); !slices.Equal(got, seqs(5, 20)) || seq1.Lapped() != 4 {
 		t.Errorf("sequence(1) reader got %v lapped %d, want 5..20 lapped 4", got, seq1.Lapped())
 	}
-	latest := fxConsumer(t, path, ReadOptions{Start: StartLatest})
-	if got := fxDrain(t, "latest", latest); !fxEqual(got, []uint64{20}) || latest.Lapped() != 0 {
+	latest := consumer[tick](t, path, ReadOptions{Start: StartLatest})
+	if got := fxDrain(t, "latest", latest); !slices.Equal(got, []uint64{20}) || latest.Lapped() != 0 {
 		t.Errorf("latest reader got %v lapped %d, want [20]", got, latest.Lapped())
 	}
-	head := fxConsumer(t, path, ReadOptions{Start: StartHead, NoRegister: true})
-	var v fxRec
+	head := consumer[tick](t, path, ReadOptions{Start: StartHead, NoRegister: true})
+	var v tick
 	if head.TryRecv(&v) {
 		t.Fatalf("head reader got %+v before record 21 was written", v)
 	}
@@ -198,11 +125,7 @@ func TestForeignFixtureRing(t *testing.T) {
 
 	// Write record 21 through our writer on the copy: it lands in slot 5
 	// (overwriting 5) in the Python producer's layout.
-	w, err := OpenWriter(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w := openWriter(t, path)
 	if w.Next() != 21 {
 		t.Fatalf("writer continues at %d, want 21", w.Next())
 	}
@@ -210,16 +133,16 @@ func TestForeignFixtureRing(t *testing.T) {
 	if s, err := w.Push(bytesOf(&rec)); err != nil || s != 21 {
 		t.Fatalf("push 21: %d %v", s, err)
 	}
-	if got := fxDrain(t, "head", head); !fxEqual(got, []uint64{21}) || head.Lapped() != 0 {
+	if got := fxDrain(t, "head", head); !slices.Equal(got, []uint64{21}) || head.Lapped() != 0 {
 		t.Errorf("head reader got %v lapped %d after the write, want [21]", got, head.Lapped())
 	}
-	for name, c := range map[string]*Consumer[fxRec]{"oldest": oldest, "sequence 1": seq1, "latest": latest} {
-		if got := fxDrain(t, name, c); !fxEqual(got, []uint64{21}) {
+	for name, c := range map[string]*Consumer[tick]{"oldest": oldest, "sequence 1": seq1, "latest": latest} {
+		if got := fxDrain(t, name, c); !slices.Equal(got, []uint64{21}) {
 			t.Errorf("%s reader got %v after the write, want [21]", name, got)
 		}
 	}
 	// A fresh oldest reader now gets 6..21.
-	if got := fxDrain(t, "oldest after 21", fxConsumer(t, path, ReadOptions{Start: StartOldest, NoRegister: true})); !fxEqual(got, fxSeqs(6, 21)) {
+	if got := fxDrain(t, "oldest after 21", consumer[tick](t, path, ReadOptions{Start: StartOldest, NoRegister: true})); !slices.Equal(got, seqs(6, 21)) {
 		t.Errorf("oldest reader after 21: %v, want 6..21", got)
 	}
 	if st, _ := r.ReadSlot(5, buf); st != SlotOverwritten {
@@ -228,17 +151,13 @@ func TestForeignFixtureRing(t *testing.T) {
 
 	// Raw bytes: write_seq 21, slot 5 = seq 21 + record; everything else
 	// is byte-identical to the original fixture.
-	orig, err := os.ReadFile(filepath.Join(fxDir(), fxRingName))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := bytes.Clone(orig)
-	layLE.PutUint64(want[32:], 21)
-	layLE.PutUint64(want[128+5*64:], 21)
+	le.PutUint64(want[32:], 21)
+	le.PutUint64(want[128+5*64:], 21)
 	copy(want[128+5*64+8:], bytesOf(&rec))
 	if !bytes.Equal(now, want) {
 		for i := range now {

@@ -1,10 +1,10 @@
 package shm
 
 import (
-	"encoding/binary"
 	"errors"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +12,7 @@ import (
 
 func TestLosslessBackpressure(t *testing.T) {
 	p, path := newTickRing(t, ProducerOptions{Capacity: 8, Lossless: true})
-	c := consumer(t, path, ReadOptions{Start: StartOldest, Name: "slow"})
+	c := consumer[tick](t, path, ReadOptions{Start: StartOldest, Name: "slow"})
 	if !c.Reader().Registered() {
 		t.Fatal("reader did not register")
 	}
@@ -21,7 +21,7 @@ func TestLosslessBackpressure(t *testing.T) {
 	if _, err := p.TryPush(&v); !errors.Is(err, ErrBackpressure) {
 		t.Fatalf("TryPush on a full ring: %v", err)
 	}
-	if got := drain(t, c)[:3]; !equal(got, seqs(1, 3)) {
+	if got := drain(t, c)[:3]; !slices.Equal(got, seqs(1, 3)) {
 		t.Fatalf("got %v", got)
 	}
 	// Having read 8, the reader frees the whole ring.
@@ -57,7 +57,7 @@ func TestLosslessBackpressure(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if !equal(got, seqs(9, 100)) || c.Lapped() != 0 {
+	if !slices.Equal(got, seqs(9, 100)) || c.Lapped() != 0 {
 		t.Fatalf("lossless reader got %d records (%v...), lapped %d", len(got), got[:min(5, len(got))], c.Lapped())
 	}
 	if p.Writer().Stats().Backpressure == 0 {
@@ -76,17 +76,12 @@ func deadPID(t *testing.T) uint32 {
 
 // plantReader writes a registry entry by hand, as a crashed reader leaves it.
 func plantReader(t *testing.T, path string, i int, pid uint32, cursor uint64) {
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
 	var e [RegistryEntry]byte
-	binary.LittleEndian.PutUint32(e[regPID:], pid)
-	binary.LittleEndian.PutUint32(e[regActive:], 1)
-	binary.LittleEndian.PutUint64(e[regCursor:], cursor)
+	le.PutUint32(e[regPID:], pid)
+	le.PutUint32(e[regActive:], 1)
+	le.PutUint64(e[regCursor:], cursor)
 	copy(e[regName:], "crashed")
-	if _, err := f.WriteAt(e[:], int64(RegistryOffset+RegistryEntry*i)); err != nil {
+	if err := pokeFile(path, int64(RegistryOffset+RegistryEntry*i), e[:]); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -109,19 +104,11 @@ func TestLosslessPrunesDeadReaders(t *testing.T) {
 	// Prune on a fresh corpse, as the CLI does.
 	plantReader(t, path, 1, deadPID(t), 30)
 	plantReader(t, path, 3, uint32(os.Getpid()), 30)
-	ro, err := Open(path, OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
+	ro := openRing(t, path, OpenOptions{})
 	if _, err := ro.Prune(); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("prune read-only: %v", err)
 	}
-	rw, err := Open(path, OpenOptions{Writable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rw.Close()
+	rw := openRing(t, path, OpenOptions{Writable: true})
 	rs, _ := rw.Readers()
 	if len(rs) != 2 || rs[0].Alive || rs[0].Name != "crashed" || !rs[1].Alive || rs[1].Cursor != 30 {
 		t.Fatalf("readers %+v", rs)
@@ -133,26 +120,26 @@ func TestLosslessPrunesDeadReaders(t *testing.T) {
 
 func TestLosslessRegistryFull(t *testing.T) {
 	_, path := newTickRing(t, ProducerOptions{Capacity: 8, Lossless: true, Readers: 2})
-	consumer(t, path, ReadOptions{})
-	c2 := consumer(t, path, ReadOptions{})
+	consumer[tick](t, path, ReadOptions{})
+	c2 := consumer[tick](t, path, ReadOptions{})
 	_, err := NewConsumer[tick](path, ReadOptions{})
 	if !errors.Is(err, ErrNoReaderSlots) || !strings.Contains(err.Error(), "no reader slots") {
 		t.Fatalf("third reader: %v", err)
 	}
 	// A slot freed by Close is reusable; a dead reader's slot is reclaimed.
 	c2.Close()
-	consumer(t, path, ReadOptions{})
+	consumer[tick](t, path, ReadOptions{})
 	plantReader(t, path, 1, deadPID(t), 1)
 	// entry 1 now belongs to a corpse; entry 0 to a live reader, so the next
 	// registration must take the corpse's entry.
 	plantReader(t, path, 0, uint32(os.Getpid()), 1)
-	c4 := consumer(t, path, ReadOptions{Name: "late"})
+	c4 := consumer[tick](t, path, ReadOptions{Name: "late"})
 	rs, _ := c4.Reader().Ring().Readers()
 	if len(rs) != 2 || rs[1].Name != "late" || !rs[1].Alive {
 		t.Fatalf("readers %+v", rs)
 	}
 	// Unregistered readers are allowed and can be lapped.
-	c5 := consumer(t, path, ReadOptions{NoRegister: true})
+	c5 := consumer[tick](t, path, ReadOptions{NoRegister: true})
 	if c5.Reader().Registered() {
 		t.Fatal("NoRegister reader registered")
 	}
@@ -160,13 +147,13 @@ func TestLosslessRegistryFull(t *testing.T) {
 
 func TestLossyRingWithRegistryNeverBlocks(t *testing.T) {
 	p, path := newTickRing(t, ProducerOptions{Capacity: 8, Readers: 1})
-	c := consumer(t, path, ReadOptions{Start: StartOldest})
-	c2 := consumer(t, path, ReadOptions{Start: StartOldest}) // registry full: unregistered on a lossy ring
+	c := consumer[tick](t, path, ReadOptions{Start: StartOldest})
+	c2 := consumer[tick](t, path, ReadOptions{Start: StartOldest}) // registry full: unregistered on a lossy ring
 	if !c.Reader().Registered() || c2.Reader().Registered() {
 		t.Fatal("registration")
 	}
 	pushTicks(t, p, 1, 100)
-	if got := drain(t, c); !equal(got, seqs(93, 100)) || c.Lapped() != 92 {
+	if got := drain(t, c); !slices.Equal(got, seqs(93, 100)) || c.Lapped() != 92 {
 		t.Fatalf("got %v lapped %d", got, c.Lapped())
 	}
 }

@@ -1,26 +1,9 @@
 package shm
 
-import (
-	"encoding/json"
-	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
-	"testing"
-	"time"
-
-	"golang.org/x/sys/unix"
-
-	"github.com/ringfire/ringfire/internal/ipcbench"
-)
-
-// Two-process round trips. The benchmark process re-executes its own test
-// binary with -test.run=^TestPingPongEchoHelper$ and the ppEnv variable
-// describing the echo to run:
+// Two-process round trips, the parent side (the echo child is in
+// ppchild_test.go). The benchmark process re-executes its own test binary
+// with -test.run=^TestPingPongEchoHelper$ and the ppEnv variable describing
+// the echo to run:
 //
 //   - ring: the child attaches to ring A as a consumer, creates ring B as
 //     its producer and pushes every 56-byte record (64-byte slot) it
@@ -31,6 +14,21 @@ import (
 // The child also exits when its parent dies or after ppLimit (a watchdog),
 // so that no echo process outlives its benchmark. Every op is one message
 // out and its echo back, fully compared.
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/ipcbench"
+)
 
 const (
 	ppEnv          = "RINGFIRE_PINGPONG_ECHO"
@@ -52,131 +50,6 @@ type ppConfig struct {
 	Limit  time.Duration `json:"limit"`  // the child's lifetime bound
 }
 
-func ppWait(name string) (WaitStrategy, error) {
-	switch name {
-	case "spin":
-		return BusySpin(), nil
-	case "futex":
-		return FutexWait(32), nil
-	}
-	return WaitStrategy{}, fmt.Errorf("unknown wait mode %q", name)
-}
-
-// TestPingPongEchoHelper is the echo child of the ping-pong benchmarks and
-// of TestPingPongRoundTrips. It is not a test: without ppEnv it skips.
-func TestPingPongEchoHelper(t *testing.T) {
-	v := os.Getenv(ppEnv)
-	if v == "" {
-		t.Skip("echo child of the ping-pong benchmarks; runs only when they re-execute the test binary")
-	}
-	var cfg ppConfig
-	if err := json.Unmarshal([]byte(v), &cfg); err != nil {
-		t.Fatalf("%s: %v", ppEnv, err)
-	}
-	if cfg.Limit <= 0 {
-		cfg.Limit = time.Minute
-	}
-	ipcbench.Watchdog(cfg.Parent, cfg.Limit)
-	deadline := time.Now().Add(cfg.Limit)
-	var err error
-	if cfg.Kind == "ring" {
-		err = ppEchoRing(cfg, deadline)
-	} else {
-		_, err = ipcbench.ServeChild(ipcbench.Transport(cfg.Kind), cfg.Addr, deadline)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// ppPinned says whether the two sides of a ring ping-pong with this wait
-// mode are pinned to distinct cores. Only busy-spinners are: sleeping
-// waiters (futex, like the kernel transports) are left to the scheduler,
-// which may run both ends on one core.
-func ppPinned(wait string) bool { return wait == "spin" }
-
-// ppPin locks the calling goroutine to its OS thread and binds that thread
-// to the idx-th CPU the process may run on (the parent takes 0, the echo
-// child 1), so that the two waiting sides of a ring ping-pong never share a
-// core: two busy-spinners on one core hand over only at scheduler ticks
-// (milliseconds). With fewer than two CPUs it only locks the thread. The
-// returned function restores the thread's CPU mask and unlocks it. Spawn
-// children before pinning: they inherit the forking thread's mask.
-func ppPin(idx int) (undo func()) {
-	runtime.LockOSThread()
-	var old unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil || old.Count() < 2 {
-		return runtime.UnlockOSThread
-	}
-	cpu, seen := -1, 0
-	for c := range 1024 {
-		if old.IsSet(c) {
-			if seen == idx%old.Count() {
-				cpu = c
-				break
-			}
-			seen++
-		}
-	}
-	var set unix.CPUSet
-	set.Set(cpu)
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		return runtime.UnlockOSThread
-	}
-	return func() {
-		unix.SchedSetaffinity(0, &old)
-		runtime.UnlockOSThread()
-	}
-}
-
-// ppEchoRing is the ring echo of the child: records from A go back on B.
-func ppEchoRing(cfg ppConfig, deadline time.Time) error {
-	ws, err := ppWait(cfg.Wait)
-	if err != nil {
-		return err
-	}
-	if ppPinned(cfg.Wait) {
-		defer ppPin(1)()
-	}
-	c, err := NewConsumer[benchMsg](cfg.A, ReadOptions{Start: StartOldest, Wait: &ws, Name: "pingpong-echo"})
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	p, err := NewProducer[benchMsg](cfg.B, ProducerOptions{Capacity: ppCap})
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	var m benchMsg
-	reported := uint64(0)
-	for {
-		err := c.Recv(&m, time.Second)
-		if errors.Is(err, ErrTimeout) {
-			if time.Now().After(deadline) {
-				return fmt.Errorf("echo: no stop record before the deadline (%d echoed)", c.Reader().Received())
-			}
-			// Idle for a second: say where the reader stands, once per
-			// position, for the parent's error message if it is waiting.
-			if rd := c.Reader(); rd.Next() != reported {
-				reported = rd.Next()
-				fmt.Fprintf(os.Stderr, "echo child: idle 1s on ring A: received %d, lapped %d, next %d, A write_seq %d\n",
-					rd.Received(), rd.Lapped(), rd.Next(), rd.Ring().WriteSeq())
-			}
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("echo: receive: %w", err)
-		}
-		if m.Seq == ppStopSeq {
-			return nil
-		}
-		if _, err := p.Push(&m); err != nil {
-			return fmt.Errorf("echo: push %d: %w", m.Seq, err)
-		}
-	}
-}
-
 // ppLimit is the echo child's lifetime: a minute, plus room for a long
 // -test.benchtime.
 func ppLimit() time.Duration {
@@ -196,18 +69,13 @@ func ppLimit() time.Duration {
 // It is killed and reaped when tb ends, whatever happens.
 func ppSpawn(tb testing.TB, cfg ppConfig, files []*os.File) *ipcbench.Child {
 	tb.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	cfg.Parent = os.Getpid()
 	cfg.Limit = ppLimit()
 	js, err := json.Marshal(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	args := []string{exe, "-test.run=^TestPingPongEchoHelper$", "-test.count=1",
-		"-test.timeout=" + (cfg.Limit + 30*time.Second).String()}
+	args := reexecArgs(tb, "TestPingPongEchoHelper", cfg.Limit+30*time.Second)
 	child, err := ipcbench.StartChild(args, []string{ppEnv + "=" + string(js)}, files)
 	if err != nil {
 		tb.Fatal(err)
@@ -235,12 +103,7 @@ func ppStartRing(tb testing.TB, wait string) *ppRing {
 	}
 	dir := benchDir(tb)
 	a, b := filepath.Join(dir, "ping-a"), filepath.Join(dir, "pong-b")
-	p, err := NewProducer[benchMsg](a, ProducerOptions{Capacity: ppCap})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { p.Close() })
-	r := &ppRing{p: p}
+	r := &ppRing{p: producer[benchMsg](tb, a, ProducerOptions{Capacity: ppCap})}
 	for i := range r.out.Pay {
 		r.out.Pay[i] = byte(0xA5 ^ i)
 	}
@@ -299,23 +162,39 @@ func (r *ppRing) stop() error {
 	return r.child.Stop(ppStopGrace)
 }
 
+// ppSession is the parent side of a ping-pong with an echo child: over two
+// rings (ppRing) or a kernel transport (ppTransport).
+type ppSession interface {
+	roundTrip() error // one message out and its echo back, fully compared
+	stop() error      // ends the child and reaps it
+	echoChild() *ipcbench.Child
+}
+
+func (r *ppRing) echoChild() *ipcbench.Child { return r.child }
+
+// benchPingPong times round trips of s and reports the context switches
+// per round trip of both processes.
+func benchPingPong(b *testing.B, s ppSession) {
+	b.ReportAllocs()
+	cs := ipcbench.CtxSwitchesSelf()
+	for b.Loop() {
+		if err := s.roundTrip(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cs = ipcbench.CtxSwitchesSelf() - cs
+	if err := s.stop(); err != nil {
+		b.Fatal(err)
+	}
+	ppReportCtxSwitches(b, cs, s.echoChild())
+}
+
 func benchRingPingPong(b *testing.B, wait string) {
 	r := ppStartRing(b, wait)
 	if ppPinned(wait) {
 		defer ppPin(0)()
 	}
-	b.ReportAllocs()
-	cs := ipcbench.CtxSwitchesSelf()
-	for b.Loop() {
-		if err := r.roundTrip(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cs = ipcbench.CtxSwitchesSelf() - cs
-	if err := r.stop(); err != nil {
-		b.Fatal(err)
-	}
-	ppReportCtxSwitches(b, cs, r.child)
+	benchPingPong(b, r)
 }
 
 // ppReportCtxSwitches reports the context switches per round trip of both
@@ -335,8 +214,14 @@ func BenchmarkPingPongSpin(b *testing.B) { benchRingPingPong(b, "spin") }
 // BenchmarkPingPongFutex: the same with FutexWait(32) on both sides.
 func BenchmarkPingPongFutex(b *testing.B) { benchRingPingPong(b, "futex") }
 
+// ppTransport is the parent side of a kernel-transport ping-pong.
+type ppTransport struct {
+	c     *ipcbench.Client
+	child *ipcbench.Child
+}
+
 // ppStartTransport sets up a kernel transport to an echo child.
-func ppStartTransport(tb testing.TB, tr ipcbench.Transport) (*ipcbench.Client, *ipcbench.Child) {
+func ppStartTransport(tb testing.TB, tr ipcbench.Transport) *ppTransport {
 	tb.Helper()
 	l, err := ipcbench.NewLink(tr)
 	if err != nil {
@@ -354,29 +239,24 @@ func ppStartTransport(tb testing.TB, tr ipcbench.Transport) (*ipcbench.Client, *
 	if err := c.SetDeadline(time.Now().Add(ppLimit() + ppStartTimeout)); err != nil {
 		tb.Fatal(err)
 	}
-	return c, child
+	return &ppTransport{c, child}
 }
 
-// ppStopTransport closes the parent's end, which makes the child see end
-// of file and exit, then reaps it (killing it after ppStopGrace).
-func ppStopTransport(c *ipcbench.Client, child *ipcbench.Child) error {
-	return errors.Join(c.Close(), child.Stop(ppStopGrace))
+func (p *ppTransport) roundTrip() error {
+	if err := p.c.RoundTrip(); err != nil {
+		return fmt.Errorf("%v; child output:\n%s", err, p.child.Output())
+	}
+	return nil
 }
+
+// stop closes the parent's end, which makes the child see end of file and
+// exit, then reaps it (killing it after ppStopGrace).
+func (p *ppTransport) stop() error { return errors.Join(p.c.Close(), p.child.Stop(ppStopGrace)) }
+
+func (p *ppTransport) echoChild() *ipcbench.Child { return p.child }
 
 func benchTransportPingPong(b *testing.B, tr ipcbench.Transport) {
-	c, child := ppStartTransport(b, tr)
-	b.ReportAllocs()
-	cs := ipcbench.CtxSwitchesSelf()
-	for b.Loop() {
-		if err := c.RoundTrip(); err != nil {
-			b.Fatalf("%v; child output:\n%s", err, child.Output())
-		}
-	}
-	cs = ipcbench.CtxSwitchesSelf() - cs
-	if err := ppStopTransport(c, child); err != nil {
-		b.Fatal(err)
-	}
-	ppReportCtxSwitches(b, cs, child)
+	benchPingPong(b, ppStartTransport(b, tr))
 }
 
 // BenchmarkPingPongUnix: a 64-byte round trip to an echo process over a
@@ -400,11 +280,7 @@ func TestPingPongRoundTrips(t *testing.T) {
 			if ppPinned(wait) {
 				defer ppPin(0)()
 			}
-			for range rounds {
-				if err := r.roundTrip(); err != nil {
-					t.Fatal(err)
-				}
-			}
+			ppRoundTrips(t, r, rounds)
 			if a := testing.AllocsPerRun(100, func() {
 				if err := r.roundTrip(); err != nil {
 					t.Fatal(err)
@@ -419,15 +295,21 @@ func TestPingPongRoundTrips(t *testing.T) {
 	}
 	for _, tr := range ipcbench.Transports() {
 		t.Run(string(tr), func(t *testing.T) {
-			c, child := ppStartTransport(t, tr)
-			for range rounds {
-				if err := c.RoundTrip(); err != nil {
-					t.Fatalf("%v; child output:\n%s", err, child.Output())
-				}
-			}
-			if err := ppStopTransport(c, child); err != nil {
+			p := ppStartTransport(t, tr)
+			ppRoundTrips(t, p, rounds)
+			if err := p.stop(); err != nil {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// ppRoundTrips runs n round trips of s, failing t at the first error.
+func ppRoundTrips(t *testing.T, s ppSession, n int) {
+	t.Helper()
+	for range n {
+		if err := s.roundTrip(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -4,89 +4,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
-
-type tick struct {
-	Seq   uint64
-	Value uint64
-	Text  [40]byte
-}
-
-func ringPath(t testing.TB) string {
-	t.Helper()
-	return filepath.Join(t.TempDir(), "ring")
-}
-
-func newTickRing(t testing.TB, opts ProducerOptions) (*Producer[tick], string) {
-	t.Helper()
-	path := ringPath(t)
-	p, err := NewProducer[tick](path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p, path
-}
-
-func pushTicks(t testing.TB, p *Producer[tick], from, to uint64) {
-	t.Helper()
-	for i := from; i <= to; i++ {
-		v := tick{Seq: i, Value: 3 * i}
-		if s, err := p.Push(&v); err != nil || s != i {
-			t.Fatalf("push %d: got seq %d, %v", i, s, err)
-		}
-	}
-}
-
-func consumer(t testing.TB, path string, opts ReadOptions) *Consumer[tick] {
-	t.Helper()
-	c, err := NewConsumer[tick](path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func drain(t testing.TB, c *Consumer[tick]) []uint64 {
-	t.Helper()
-	var got []uint64
-	var v tick
-	for range 1 << 20 {
-		if !c.TryRecv(&v) {
-			return got
-		}
-		if v.Seq != c.Seq() || v.Value != 3*v.Seq {
-			t.Fatalf("record %+v returned as sequence %d", v, c.Seq())
-		}
-		got = append(got, v.Seq)
-	}
-	t.Fatal("drain did not end")
-	return nil
-}
-
-func seqs(from, to uint64) []uint64 {
-	var s []uint64
-	for i := from; i <= to; i++ {
-		s = append(s, i)
-	}
-	return s
-}
-
-func equal(a, b []uint64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 func TestStartModes(t *testing.T) {
 	p, path := newTickRing(t, ProducerOptions{Capacity: 16})
@@ -106,40 +28,40 @@ func TestStartModes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := consumer(t, path, tc.opts)
-			if got := drain(t, c); !equal(got, tc.want) || c.Lapped() != tc.lapped {
+			c := consumer[tick](t, path, tc.opts)
+			if got := drain(t, c); !slices.Equal(got, tc.want) || c.Lapped() != tc.lapped {
 				t.Fatalf("got %v lapped %d, want %v lapped %d", got, c.Lapped(), tc.want, tc.lapped)
 			}
 		})
 	}
-	head := consumer(t, path, ReadOptions{Start: StartHead})
+	head := consumer[tick](t, path, ReadOptions{Start: StartHead})
 	pushTicks(t, p, 21, 22)
-	if got := drain(t, head); !equal(got, seqs(21, 22)) {
+	if got := drain(t, head); !slices.Equal(got, seqs(21, 22)) {
 		t.Fatalf("head reader got %v", got)
 	}
 }
 
 func TestLatestOnEmptyRing(t *testing.T) {
 	p, path := newTickRing(t, ProducerOptions{Capacity: 8})
-	c := consumer(t, path, ReadOptions{Start: StartLatest})
+	c := consumer[tick](t, path, ReadOptions{Start: StartLatest})
 	if got := drain(t, c); got != nil {
 		t.Fatalf("empty ring returned %v", got)
 	}
 	pushTicks(t, p, 1, 3)
-	if got := drain(t, c); !equal(got, seqs(1, 3)) {
+	if got := drain(t, c); !slices.Equal(got, seqs(1, 3)) {
 		t.Fatalf("got %v", got)
 	}
 }
 
 func TestLappedReaderJumpsToOldest(t *testing.T) {
 	p, path := newTickRing(t, ProducerOptions{Capacity: 8})
-	c := consumer(t, path, ReadOptions{Start: StartOldest})
+	c := consumer[tick](t, path, ReadOptions{Start: StartOldest})
 	pushTicks(t, p, 1, 3)
-	if got := drain(t, c); !equal(got, seqs(1, 3)) {
+	if got := drain(t, c); !slices.Equal(got, seqs(1, 3)) {
 		t.Fatalf("got %v", got)
 	}
 	pushTicks(t, p, 4, 30) // laps the reader: 4..22 are gone
-	if got := drain(t, c); !equal(got, seqs(23, 30)) || c.Lapped() != 19 {
+	if got := drain(t, c); !slices.Equal(got, seqs(23, 30)) || c.Lapped() != 19 {
 		t.Fatalf("got %v lapped %d", got, c.Lapped())
 	}
 }
@@ -170,8 +92,8 @@ func TestCheckpointResume(t *testing.T) {
 		t.Fatalf("checkpoint bytes %q", raw)
 	}
 	// Resume continues after the commit, whatever the start mode says.
-	c2 := consumer(t, path, ReadOptions{Start: StartLatest, OffsetFile: off})
-	if got := drain(t, c2); !equal(got, seqs(7, 10)) {
+	c2 := consumer[tick](t, path, ReadOptions{Start: StartLatest, OffsetFile: off})
+	if got := drain(t, c2); !slices.Equal(got, seqs(7, 10)) {
 		t.Fatalf("resumed reader got %v", got)
 	}
 	// A commit older than the oldest retained record is clamped and counted.
@@ -180,8 +102,8 @@ func TestCheckpointResume(t *testing.T) {
 	}
 	c2.Close()
 	pushTicks(t, p, 11, 40)
-	c3 := consumer(t, path, ReadOptions{OffsetFile: off})
-	if got := drain(t, c3); !equal(got, seqs(25, 40)) || c3.Lapped() != 14 {
+	c3 := consumer[tick](t, path, ReadOptions{OffsetFile: off})
+	if got := drain(t, c3); !slices.Equal(got, seqs(25, 40)) || c3.Lapped() != 14 {
 		t.Fatalf("clamped resume got %v lapped %d", got, c3.Lapped())
 	}
 }
@@ -194,20 +116,15 @@ func TestCheckpointRefusesForeignFile(t *testing.T) {
 	if !errors.Is(err, ErrMagic) || !strings.Contains(err.Error(), "magic") {
 		t.Fatalf("err = %v", err)
 	}
-	c := consumer(t, path, ReadOptions{})
+	c := consumer[tick](t, path, ReadOptions{})
 	if err := c.CommitOffset(); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("commit without offset file: %v", err)
 	}
 }
 
 func TestSparseRingSkipsHoles(t *testing.T) {
-	path := ringPath(t)
-	w, err := Create(path, RingConfig{PayloadSize: 56, Capacity: 16, Flags: FlagSparse}, CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c := consumer(t, path, ReadOptions{Start: StartHead})
+	w, path := createRing(t, RingConfig{PayloadSize: 56, Capacity: 16, Flags: FlagSparse})
+	c := consumer[tick](t, path, ReadOptions{Start: StartHead})
 	store := func(seqs ...uint64) {
 		for _, s := range seqs {
 			v := tick{Seq: s, Value: 3 * s}
@@ -220,18 +137,18 @@ func TestSparseRingSkipsHoles(t *testing.T) {
 		}
 	}
 	store(1, 2, 5, 6) // 3, 4 never come
-	if got := drain(t, c); !equal(got, []uint64{1, 2, 5, 6}) || c.Lapped() != 2 {
+	if got := drain(t, c); !slices.Equal(got, []uint64{1, 2, 5, 6}) || c.Lapped() != 2 {
 		t.Fatalf("got %v lapped %d", got, c.Lapped())
 	}
 	store(30, 31) // a gap wider than the ring: 7..29 are holes
-	if got := drain(t, c); !equal(got, []uint64{30, 31}) || c.Lapped() != 25 {
+	if got := drain(t, c); !slices.Equal(got, []uint64{30, 31}) || c.Lapped() != 25 {
 		t.Fatalf("got %v lapped %d", got, c.Lapped())
 	}
 	store(40)
 	if err := w.Store(39, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("out-of-order store: %v", err)
 	}
-	if got := drain(t, c); !equal(got, []uint64{40}) || c.Lapped() != 33 {
+	if got := drain(t, c); !slices.Equal(got, []uint64{40}) || c.Lapped() != 33 {
 		t.Fatalf("got %v lapped %d", got, c.Lapped())
 	}
 	r := c.Reader().Ring()
@@ -244,13 +161,8 @@ func TestSparseRingSkipsHoles(t *testing.T) {
 }
 
 func TestNonSparseRingWaitsInsteadOfSkipping(t *testing.T) {
-	path := ringPath(t)
-	w, err := Create(path, RingConfig{PayloadSize: 56, Capacity: 16}, CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	c := consumer(t, path, ReadOptions{Start: StartHead})
+	w, path := createRing(t, RingConfig{PayloadSize: 56, Capacity: 16})
+	c := consumer[tick](t, path, ReadOptions{Start: StartHead})
 	v := tick{Seq: 3}
 	w.Store(3, bytesOf(&v))
 	w.Publish(3)
@@ -260,12 +172,7 @@ func TestNonSparseRingWaitsInsteadOfSkipping(t *testing.T) {
 }
 
 func TestRawSlotAPI(t *testing.T) {
-	path := ringPath(t)
-	w, err := Create(path, RingConfig{PayloadSize: 24, Capacity: 4}, CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
+	w, path := createRing(t, RingConfig{PayloadSize: 24, Capacity: 4})
 	if w.Ring().Layout().ElementSize != 32 || w.Ring().Layout().PayloadSize() != 24 {
 		t.Fatalf("layout %+v", w.Ring().Layout())
 	}
@@ -277,11 +184,7 @@ func TestRawSlotAPI(t *testing.T) {
 	if _, err := w.Push(make([]byte, 25)); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("oversized push: %v", err)
 	}
-	r, err := Open(path, OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRing(t, path, OpenOptions{})
 	buf := make([]byte, 24)
 	if st, _ := r.ReadSlot(5, buf); st != SlotReady || buf[0] != 5 || buf[3] != 0 {
 		t.Fatalf("slot 5: %v %v", st, buf)

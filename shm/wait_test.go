@@ -12,7 +12,7 @@ func TestRecvWithEachStrategy(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, path := newTickRing(t, ProducerOptions{Capacity: 64})
-			c := consumer(t, path, ReadOptions{Start: StartHead, Wait: &ws})
+			c := consumer[tick](t, path, ReadOptions{Start: StartHead, Wait: &ws})
 			done := make(chan struct{})
 			defer func() { <-done }()
 			go func() {
@@ -42,11 +42,25 @@ func TestRecvWithEachStrategy(t *testing.T) {
 func TestRecvTimeout(t *testing.T) {
 	_, path := newTickRing(t, ProducerOptions{Capacity: 8})
 	for _, ws := range []WaitStrategy{BusySpin(), SpinYield(4), FutexWait(4)} {
-		c := consumer(t, path, ReadOptions{Wait: &ws})
+		c := consumer[tick](t, path, ReadOptions{Wait: &ws})
 		var v tick
 		if err := c.Recv(&v, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
 			t.Fatalf("%+v: %v", ws, err)
 		}
+	}
+}
+
+// waitForSleeper waits (5 s at most) until a reader of r has announced in
+// waiting_consumers that it sleeps on the futex, and fails with msg if none
+// has.
+func waitForSleeper(t *testing.T, r *Ring, msg string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for r.waiting.Load() == 0 && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Microsecond)
+	}
+	if r.waiting.Load() == 0 {
+		t.Fatal(msg)
 	}
 }
 
@@ -60,19 +74,13 @@ func TestFutexWakesOnlyWhenWaiting(t *testing.T) {
 		t.Fatalf("futex %d waiting %d with no sleeper", r.futex.Load(), r.waiting.Load())
 	}
 	ws := FutexWait(0)
-	c := consumer(t, path, ReadOptions{Start: StartHead, Wait: &ws})
+	c := consumer[tick](t, path, ReadOptions{Start: StartHead, Wait: &ws})
 	got := make(chan error, 1)
 	go func() {
 		var v tick
 		got <- c.Recv(&v, 10*time.Second)
 	}()
-	deadline := time.Now().Add(5 * time.Second)
-	for r.waiting.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	if r.waiting.Load() == 0 {
-		t.Fatal("reader never announced it was waiting")
-	}
+	waitForSleeper(t, r, "reader never announced it was waiting")
 	pushTicks(t, p, 11, 11)
 	if err := <-got; err != nil {
 		t.Fatal(err)
@@ -89,11 +97,7 @@ func TestFutexWakesOnlyWhenWaiting(t *testing.T) {
 // the producer; Await reports records and timeouts.
 func TestAwaitReadOnlyNotify(t *testing.T) {
 	p, path := newTickRing(t, ProducerOptions{Capacity: 64})
-	r, err := Open(path, OpenOptions{Notify: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r := openRing(t, path, OpenOptions{Notify: true})
 	if r.hdr == nil || r.hdr == r.m || r.m.writable {
 		t.Fatal("Notify did not map the header writable beside a read-only ring")
 	}
@@ -102,13 +106,7 @@ func TestAwaitReadOnlyNotify(t *testing.T) {
 	}
 	done := make(chan bool, 1)
 	go func() { done <- r.Await(1, FutexWait(0), 10*time.Second) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for r.waiting.Load() == 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Microsecond)
-	}
-	if r.waiting.Load() == 0 {
-		t.Fatal("the read-only waiter never announced itself")
-	}
+	waitForSleeper(t, r, "the read-only waiter never announced itself")
 	pushTicks(t, p, 1, 1)
 	if !<-done {
 		t.Fatal("Await missed the record")

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/netns"
+)
+
+// runIn runs the CLI on a thread inside ns (sockets, reconnects included).
+func runIn(ns *netns.NS, args ...string) (done <-chan struct{}, out *bytes.Buffer, errp *error) {
+	out = new(bytes.Buffer)
+	var err error
+	var stderr bytes.Buffer
+	done = ns.Go(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		err = run(ctx, args, out, &stderr)
+	})
+	return done, out, &err
+}
+
+func waitDone(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not end", what)
+	}
+}
+
+// serve and mirror as commands, in two namespaces, for every transport: the
+// mirror ring validates with tail and both print their counters.
+func TestServeMirrorCommands(t *testing.T) {
+	netns.Require(t)
+	for _, tc := range []struct {
+		name        string
+		serve, mirr []string
+		transport   string
+	}{
+		{"tcp", nil, []string{"--tcp"}, "tcp"},
+		{"multicast", []string{"--multicast", "239.255.0.1:7401"}, nil, "udp multicast"},
+		{"unicast", []string{"--udp", "7403", "--dup", "2"}, []string{"--unicast"}, "udp unicast"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := netns.NewPair(t)
+			dir := t.TempDir()
+			src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+			mustRun(t, "gen", src, "--count", "20000", "--size", "56", "--capacity", "65536")
+			bind := p.AAddr.String() + ":7400"
+			sdone, sout, serr := runIn(p.A, append([]string{"serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "3s"}, tc.serve...)...)
+			time.Sleep(200 * time.Millisecond)
+			mdone, mout, merr := runIn(p.B, append([]string{"mirror", bind, dst, "--from", "oldest", "--iface", p.BAddr.String(), "--duration", "2s"}, tc.mirr...)...)
+			waitDone(t, mdone, "mirror")
+			waitDone(t, sdone, "serve")
+			if *merr != nil || *serr != nil {
+				t.Fatalf("mirror: %v, serve: %v", *merr, *serr)
+			}
+			wantContains(t, "mirror output", mout.String(), "mirror: "+tc.transport, "next 20001", "gaps 0")
+			wantContains(t, "serve output", sout.String(), "serve: ", "write_seq 20000")
+			out := mustRun(t, "tail", dst, "--from", "oldest", "--quiet", "--count", "20000", "--timeout", "1s")
+			wantContains(t, "tail of the mirror", out, "received 20000", "checksum errors 0", "sequence errors 0")
+		})
+	}
+}
+
+func TestServeMirrorErrors(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "/nonexistent/ring"}, "no such file"},
+		{[]string{"serve", "x", "--multicast", "10.0.0.1:5"}, "multicast GROUP:PORT"},
+		{[]string{"serve", "x", "--iface", "nosuchif0"}, "--iface"},
+		{[]string{"mirror", "127.0.0.1:1"}, "missing PATH"},
+		{[]string{"mirror", "127.0.0.1:1", "p", "--from", "yesterday"}, "--from"},
+		{[]string{"mirror", "127.0.0.1:1", filepath.Join(t.TempDir(), "m"), "--once", "--reconnect-ms", "10"}, "connect"},
+	}
+	for _, c := range cases {
+		_, _, err := runCmd(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: err %v, want it to mention %q", c.args, err, c.want)
+		}
+	}
+}
