@@ -34,7 +34,7 @@ type conn struct {
 }
 
 const (
-	tcpQueue   = 256       // frames read ahead of the mirror loop
+	tcpQueue   = 256      // frames read ahead of the mirror loop
 	tcpBufSize = 64 << 10 // pooled frame buffer size
 )
 
@@ -60,12 +60,14 @@ func (c *conn) readFrame(maxLen int) (Header, []byte, error) {
 	return h, p, nil
 }
 
+// eofErr names a peer's disconnection: cleanly between frames
+// (ErrPeerClosed) or in the middle of one (ErrTruncated).
 func eofErr(err error) error {
 	if err == io.EOF {
-		return errSourceGone
+		return ErrPeerClosed
 	}
 	if err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w mid-frame", errSourceGone)
+		return fmt.Errorf("%w: the peer disconnected mid-frame", ErrTruncated)
 	}
 	return err
 }

@@ -36,9 +36,9 @@ func (k Kind) String() string {
 
 // Wire constants.
 const (
-	HeaderSize    = 16
-	Magic  uint64 = 0x5249_4E47_4D49_5252 // "RINGMIRR"
-	Version       = 1
+	HeaderSize        = 16
+	Magic      uint64 = 0x5249_4E47_4D49_5252 // "RINGMIRR"
+	Version           = 1
 
 	helloSize     = 16
 	geometrySize  = 48

@@ -338,5 +338,3 @@ func (m *Mirror) disconnect() {
 		m.c = nil
 	}
 }
-
-var errSourceGone = errors.New("replica: source closed the connection")

@@ -2,12 +2,17 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
 
-// punchEvery keeps a unicast mirror's NAT mapping alive.
-const punchEvery = time.Second
+// A unicast mirror punches every punchEarly until a datagram arrives, then
+// every punchEvery to keep its NAT mapping alive.
+const (
+	punchEarly = 50 * time.Millisecond
+	punchEvery = time.Second
+)
 
 // Step handles what has arrived — at most stepLimit TCP frames and
 // datagrams together — without blocking, sends a NAK if one is due and
@@ -62,7 +67,11 @@ func (m *Mirror) finishStep(c *conn, now time.Time) error {
 			return fmt.Errorf("mirror: send NAK: %w", err)
 		}
 	}
-	if c.udp != nil && c.mc.Unicast() && now.Sub(m.lastPunch) >= punchEvery {
+	interval := punchEvery
+	if m.stats.Datagrams == 0 {
+		interval = punchEarly // until the source answers
+	}
+	if c.udp != nil && c.mc.Unicast() && now.Sub(m.lastPunch) >= interval {
 		if err := m.punch(now); err != nil {
 			return err
 		}
@@ -218,8 +227,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 	return nil
 }
 
+// ctxOr is the error Run returns: none once ctx is done, and none when the
+// source closed the connection cleanly (a source that shuts down).
 func ctxOr(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, ErrPeerClosed) {
 		return nil
 	}
 	return err

@@ -142,6 +142,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		<-ctx.Done()
 		s.ln.Close()
 	}()
+	replaced := make(chan struct{})
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.watchRing(ctx, cancel, replaced) }()
 	if s.udp != nil {
 		s.wg.Add(2)
 		go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
@@ -151,6 +154,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
+			select {
+			case <-replaced:
+				return fmt.Errorf("serve %s: %w", s.cfg.Ring, ErrRingReplaced)
+			default:
+			}
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
@@ -164,6 +172,34 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
+// watchRing ends Serve when the ring's path names a new ring: the producer
+// restarted, and the mapping we serve will never move again.
+func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, replaced chan struct{}) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if s.ring.Replaced() {
+				close(replaced)
+				s.closeSessions()
+				cancel()
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) closeSessions() {
+	s.mu.Lock()
+	for _, ss := range s.sessions {
+		ss.tcp.Close()
+	}
+	s.mu.Unlock()
+}
+
 // Close stops serving: the listener, every mirror connection, the
 // datagram transport and the ring.
 func (s *Server) Close() error {
@@ -171,11 +207,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.ln.Close()
-	s.mu.Lock()
-	for _, ss := range s.sessions {
-		ss.tcp.Close()
-	}
-	s.mu.Unlock()
+	s.closeSessions()
 	if s.udp != nil {
 		s.udp.Close()
 	}

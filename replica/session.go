@@ -3,6 +3,7 @@ package replica
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -159,7 +160,7 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 	for {
 		h, p, err := readFrameFrom(br, 64)
 		if err != nil {
-			if err == errSourceGone {
+			if errors.Is(err, ErrPeerClosed) {
 				return nil // the mirror hung up between frames
 			}
 			return err

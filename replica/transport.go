@@ -37,8 +37,15 @@ type Transport interface {
 	Close() error
 }
 
-// Transport errors.
+// Errors of transports and connections.
 var (
 	ErrClosed     = errors.New("replica: closed")
 	ErrWouldBlock = errors.New("replica: transport would block")
+	// ErrPeerClosed: the other side closed the connection between frames.
+	ErrPeerClosed = errors.New("replica: peer closed the connection")
+	// ErrTruncated: the other side vanished in the middle of a frame.
+	ErrTruncated = errors.New("replica: truncated frame")
+	// ErrRingReplaced: the served ring file was replaced by a new ring (its
+	// producer restarted); serve it again to pick the new one up.
+	ErrRingReplaced = errors.New("replica: the ring file was replaced")
 )

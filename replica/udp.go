@@ -44,7 +44,7 @@ type UDP struct {
 	// Sending and receiving may run in two goroutines: one set of kernel
 	// structures each.
 	smm, rmm *mmsg
-	addr netip.AddrPort
+	addr     netip.AddrPort
 	// waiting records the deadline last set, to avoid resetting it.
 	deadline time.Time
 }

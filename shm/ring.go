@@ -192,3 +192,16 @@ func statOrNil(f *os.File) os.FileInfo {
 	st, _ := f.Stat()
 	return st
 }
+
+// Replaced reports whether the ring's path now names another file (a
+// restarted producer created a new ring there) or nothing at all.
+func (r *Ring) Replaced() bool {
+	if r.closed {
+		return false
+	}
+	st, err := os.Stat(r.path)
+	if err != nil {
+		return true
+	}
+	return !os.SameFile(st, statOrNil(r.f))
+}

@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/shm"
 )
 
 const serveHelp = `Serve maps the ring at PATH read-only and serves it to mirrors. Every mirror
@@ -52,21 +55,43 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	srv, err := replica.NewServer(cfg)
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
-	slog.New(slog.NewTextHandler(stderr, nil)).Info("serving", "ring", path, "bind", srv.Addr(),
-		"multicast", f.multicast, "udp", f.udp, "session", srv.Session())
 	ctx, cancel := runContext(ctx, f.duration)
 	defer cancel()
-	go every(ctx, f.every, func() { printServerStats(stdout, srv.Stats(), false) })
-	err = srv.Serve(ctx)
-	st := srv.Stats()
-	srv.Close()
-	printServerStats(stdout, st, f.json)
-	return err
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	for restarted := false; ; restarted = true {
+		srv, err := newServer(ctx, cfg, restarted)
+		if err != nil {
+			return err
+		}
+		log.Info("serving", "ring", path, "bind", srv.Addr(), "multicast", f.multicast, "udp", f.udp, "session", srv.Session())
+		sctx, stop := context.WithCancel(ctx)
+		go every(sctx, f.every, func() { printServerStats(stdout, srv.Stats(), false) })
+		err = srv.Serve(sctx)
+		stop()
+		st := srv.Stats()
+		srv.Close()
+		printServerStats(stdout, st, f.json)
+		if !errors.Is(err, replica.ErrRingReplaced) {
+			return err
+		}
+		// The producer restarted: serve the new ring under a new session,
+		// so that mirrors start fresh rings.
+		log.Warn("ring replaced, serving the new one", "ring", path)
+	}
+}
+
+// newServer opens the server; after a replaced ring it gives the new
+// producer a few seconds to finish creating it.
+func newServer(ctx context.Context, cfg replica.ServerConfig, retry bool) (*replica.Server, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		srv, err := replica.NewServer(cfg)
+		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic)
+		if err == nil || !retry || !transient || time.Now().After(deadline) || ctx.Err() != nil {
+			return srv, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig, error) {
