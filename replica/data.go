@@ -76,20 +76,22 @@ type Records struct {
 	shape Shape
 	p     []byte
 	off   int
+	left  int // records still to yield
 	seq   uint64
 }
 
 // NewRecords starts an iteration over the records of DATA frame h.
 func (s Shape) NewRecords(h Header, p []byte) Records {
-	return Records{shape: s, p: p, seq: h.Seq}
+	return Records{shape: s, p: p, left: int(h.Count), seq: h.Seq}
 }
 
 // Next returns the next record's sequence, slot payload and blob bytes
 // (nil for fixed rings); ok is false at the end.
 func (r *Records) Next() (seq uint64, slot, blob []byte, ok bool) {
-	if r.off >= len(r.p) {
+	if r.left <= 0 {
 		return 0, nil, nil, false
 	}
+	r.left--
 	slot = r.p[r.off : r.off+r.shape.Payload]
 	r.off += r.shape.Payload
 	if r.shape.Blob() {

@@ -23,12 +23,17 @@ func (m *Mirror) Step() (int, error) { return m.step(0) }
 
 // step is Step that, when nothing is queued, waits up to wait for the
 // first datagram or frame.
-func (m *Mirror) step(wait time.Duration) (int, error) {
+func (m *Mirror) step(wait time.Duration) (n int, err error) {
 	c := m.c
 	if c == nil {
 		return 0, fmt.Errorf("mirror: %w: not connected", ErrClosed)
 	}
-	n, err := m.drainTCP(c, stepLimit)
+	defer func() {
+		if err != nil {
+			m.ring.publish() // what was stored before the error is good
+		}
+	}()
+	n, err = m.drainTCP(c, stepLimit)
 	if err != nil {
 		return n, err
 	}
@@ -84,22 +89,28 @@ func (m *Mirror) finishStep(c *conn, now time.Time) error {
 
 // drainTCP handles up to limit queued control frames.
 func (m *Mirror) drainTCP(c *conn, limit int) (int, error) {
-	for n := 0; n < limit; n++ {
+	n := 0
+	for n < limit {
 		select {
 		case f := <-c.frames:
+			n++
 			err := m.handleTCP(f.h, f.p)
 			c.release(f.buf)
 			if err != nil {
-				return n + 1, err
+				return n, err
 			}
 		case err := <-c.errc:
 			c.errc <- err // keep it for later calls
-			return n, err
+			if len(c.frames) == 0 {
+				return n, err
+			}
+			// The reader queued these frames before it failed: they
+			// come first (select picks a ready case at random).
 		default:
 			return n, nil
 		}
 	}
-	return limit, nil
+	return n, nil
 }
 
 // waitTCP blocks up to wait (negative: forever) for one control frame.
@@ -117,6 +128,9 @@ func (m *Mirror) waitTCP(c *conn, wait time.Duration) (int, error) {
 		return 1, err
 	case err := <-c.errc:
 		c.errc <- err
+		if len(c.frames) > 0 {
+			return 0, nil // frames queued before the error: the next step
+		}
 		return 0, err
 	case <-timeout:
 		return 0, nil

@@ -131,6 +131,10 @@ func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
 			sn.msgs = sn.appendDests(sn.msgs, sn.frames[i], dests)
 		}
 	}
+	// Publish the last sequence before sending: a mirror may NAK a hole
+	// behind a datagram of this batch while the batch is still going out,
+	// and a NAK is checked against what was sent.
+	storeMax(&s.lastSent, sn.next-1)
 	n, err := s.udp.SendBatch(sn.msgs)
 	s.st.syscalls.Add(uint64((len(sn.msgs) + 63) / 64))
 	s.st.datagrams.Add(uint64(n))
@@ -144,7 +148,6 @@ func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
 		s.st.records.Add(uint64(h.Count))
 	}
 	s.st.frames.Add(uint64(nf))
-	storeMax(&s.lastSent, sn.next-1)
 	sn.lastFlush, sn.lastSend = now, now
 }
 
@@ -214,7 +217,7 @@ func (s *Server) punch(b []byte, from netip.AddrPort) {
 	s.mu.Lock()
 	ss := s.sessions[uint32(h.Seq)]
 	s.mu.Unlock()
-	if h.Flags != s.session || h.Seq>>32 != 0 || ss == nil || !ss.unicast {
+	if h.Flags != s.session || h.Seq>>32 != 0 || ss == nil || !ss.unicast.Load() {
 		s.st.badPunch.Add(1)
 		return
 	}

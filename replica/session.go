@@ -35,7 +35,7 @@ type session struct {
 	srv     *Server
 	tcp     net.Conn
 	token   uint32
-	unicast bool
+	unicast atomic.Bool // set after register: punchLoop reads it
 	punched atomic.Pointer[netip.AddrPort]
 	mode    atomic.Int32
 	sent    atomic.Uint64 // highest sequence sent over TCP
@@ -73,10 +73,23 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	werr := ss.writeLoop(ctx)
 	c.Close()
 	rerr := <-errc
+	if protocolErr(rerr) {
+		s.st.badConn.Add(1) // BadFrames: closed for a protocol error
+	}
 	if werr == nil {
 		werr = rerr
 	}
 	s.event(EventDisconnected, c, werr)
+}
+
+// protocolErr reports whether err is the peer breaking the protocol.
+func protocolErr(err error) bool {
+	for _, e := range []error{ErrMalformed, ErrTooLarge, ErrMagic, ErrVersion, ErrTruncated} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // handshake reads HELLO and answers GEOMETRY (and MULTICAST).
@@ -107,7 +120,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	ss.mode.Store(modeStream)
 	if udp {
 		flags |= GeometryMulticast
-		ss.unicast = mc.Unicast()
+		ss.unicast.Store(mc.Unicast())
 		ss.mode.Store(modeCatchUp)
 	}
 	b = AppendGeometry(b, first, flags, GeometryOf(s.ring.Layout()))
@@ -250,7 +263,7 @@ func (ss *session) writeLoop(ctx context.Context) error {
 // never punched is served over TCP instead.
 func (ss *session) catchUpDone() bool {
 	s := ss.srv
-	if ss.unicast && ss.punched.Load() == nil {
+	if ss.unicast.Load() && ss.punched.Load() == nil {
 		if time.Since(ss.born) > s.cfg.PunchTimeout {
 			ss.mode.Store(modeStream)
 			s.event(EventNoPunch, ss.tcp, nil)

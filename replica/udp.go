@@ -45,8 +45,9 @@ type UDP struct {
 	// structures each.
 	smm, rmm *mmsg
 	addr     netip.AddrPort
-	// waiting records the deadline last set, to avoid resetting it.
-	deadline time.Time
+	// deadlineSet records that a read deadline is set and must be cleared
+	// before a read without one.
+	deadlineSet bool
 }
 
 // NewUDP opens a kernel UDP transport.
@@ -157,13 +158,9 @@ func (u *UDP) SendBatch(ms []Message) (int, error) {
 
 func (u *UDP) sendChunk(ms []Message) (int, error) {
 	ms = ms[:min(len(ms), u.smm.cap())]
-	n := u.smm.packSend(ms)
-	var sent int
-	var serr error
-	err := u.raw.Write(func(fd uintptr) bool {
-		sent, serr = u.smm.sendmmsg(fd, n)
-		return serr != unix.EAGAIN
-	})
+	u.smm.n = u.smm.packSend(ms)
+	err := u.raw.Write(u.smm.sendFn)
+	sent, serr := u.smm.got, u.smm.err
 	switch {
 	case err != nil:
 		return 0, mapNetErr(err)
@@ -176,24 +173,19 @@ func (u *UDP) sendChunk(ms []Message) (int, error) {
 // RecvBatch receives with recvmmsg (see Transport).
 func (u *UDP) RecvBatch(ms []Message, wait time.Duration) (int, error) {
 	ms = ms[:min(len(ms), u.rmm.cap())]
-	n := u.rmm.packRecv(ms)
-	if wait > 0 {
+	u.rmm.n, u.rmm.poll = u.rmm.packRecv(ms), wait == 0
+	switch {
+	case wait > 0:
 		if err := u.conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
 			return 0, mapNetErr(err)
 		}
-		u.deadline = time.Time{}
-	} else if !u.deadline.IsZero() || wait < 0 {
+		u.deadlineSet = true
+	case u.deadlineSet: // a past deadline would fail the read before it starts
 		u.conn.SetReadDeadline(time.Time{})
+		u.deadlineSet = false
 	}
-	var got int
-	var rerr error
-	err := u.raw.Read(func(fd uintptr) bool {
-		got, rerr = u.rmm.recvmmsg(fd, n)
-		return wait == 0 || rerr != unix.EAGAIN
-	})
-	if wait > 0 {
-		u.deadline = time.Now() // a deadline is set; clear it next time
-	}
+	err := u.raw.Read(u.rmm.recvFn)
+	got, rerr := u.rmm.got, u.rmm.err
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return 0, nil

@@ -13,10 +13,28 @@ type mmsg struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet4
+
+	// The raw-conn callbacks and their arguments and results, bound once:
+	// a closure built per call escapes (RawConn is an interface) and
+	// allocates three times.
+	n              int  // messages packed
+	poll           bool // recv: do not wait for readiness
+	got            int
+	err            error
+	sendFn, recvFn func(fd uintptr) bool
 }
 
 func newMmsg(n int) *mmsg {
-	return &mmsg{hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), names: make([]unix.RawSockaddrInet4, n)}
+	m := &mmsg{hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), names: make([]unix.RawSockaddrInet4, n)}
+	m.sendFn = func(fd uintptr) bool {
+		m.got, m.err = m.sendmmsg(fd, m.n)
+		return m.err != unix.EAGAIN
+	}
+	m.recvFn = func(fd uintptr) bool {
+		m.got, m.err = m.recvmmsg(fd, m.n)
+		return m.poll || m.err != unix.EAGAIN
+	}
+	return m
 }
 
 func (m *mmsg) cap() int { return len(m.hdrs) }

@@ -1,0 +1,416 @@
+package replica_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/synth"
+	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/shm"
+)
+
+// biEvents collects a server's events.
+type biEvents struct {
+	mu  sync.Mutex
+	evs []replica.Event
+}
+
+func (e *biEvents) add(ev replica.Event) {
+	e.mu.Lock()
+	e.evs = append(e.evs, ev)
+	e.mu.Unlock()
+}
+
+// wait returns the first event of kind k about peer.
+func (e *biEvents) wait(t *testing.T, peer net.Addr, k replica.EventKind) (replica.Event, bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		e.mu.Lock()
+		for _, ev := range e.evs {
+			if ev.Kind == k && ev.Peer != nil && ev.Peer.String() == peer.String() {
+				e.mu.Unlock()
+				return ev, true
+			}
+		}
+		e.mu.Unlock()
+	}
+	return replica.Event{}, false
+}
+
+// biRig is a served source with a healthy unicast mirror attached.
+type biRig struct {
+	p   *netns.Pair
+	src *source
+	srv *replica.Server
+	mr  *mirror
+	ev  *biEvents
+}
+
+const biUDPPort = 7411
+
+func newBIRig(t *testing.T) *biRig {
+	netns.Require(t)
+	r := &biRig{p: netns.NewPair(t), ev: &biEvents{}}
+	r.src = newSource(t, r.p.A, r.p.AAddr, 1<<14)
+	r.src.push(100)
+	r.srv = r.src.serve(replica.ServerConfig{UDPPort: biUDPPort, Events: r.ev.add})
+	r.mr = startMirror(t, r.p.B, r.p.BAddr, r.src, replica.MirrorConfig{Unicast: true, From: replica.From{Mode: replica.FromOldest}}, nil)
+	r.mr.waitFor(100, 10*time.Second)
+	return r
+}
+
+// healthy pushes more records and checks the mirror catches up byte for
+// byte, still on its first connection.
+func (r *biRig) healthy(t *testing.T) {
+	t.Helper()
+	r.src.push(200)
+	st := r.mr.waitFor(r.src.w.Next()-1, 10*time.Second)
+	sameSlots(t, r.src.path, r.mr.path, 1)
+	if st.Connects != 1 || st.Gaps != 0 {
+		t.Errorf("healthy mirror disturbed: %+v", st)
+	}
+}
+
+// dial opens a raw TCP connection to the server from the mirror namespace.
+func (r *biRig) dial(t *testing.T) *net.TCPConn {
+	t.Helper()
+	var c net.Conn
+	if err := r.p.B.Do(func() (err error) {
+		c, err = net.DialTimeout("tcp", r.srv.Addr().String(), 5*time.Second)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c.(*net.TCPConn)
+}
+
+// handshake sends a HELLO and reads GEOMETRY (and MULTICAST if flagged).
+func biHandshake(t *testing.T, c net.Conn, flags uint8) (replica.Header, replica.Multicast) {
+	t.Helper()
+	if _, err := c.Write(replica.AppendHello(nil, replica.StartNewest, replica.Hello{Flags: flags})); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	defer c.SetReadDeadline(time.Time{})
+	b := make([]byte, replica.HeaderSize+48)
+	if _, err := io.ReadFull(c, b); err != nil {
+		t.Fatal(err)
+	}
+	h, err := replica.ParseHeader(b, 48)
+	if err != nil || h.Kind != replica.KindGeometry {
+		t.Fatalf("expected GEOMETRY: %+v %v", h, err)
+	}
+	if _, err := replica.ParseGeometry(b[replica.HeaderSize:]); err != nil {
+		t.Fatal(err)
+	}
+	var mc replica.Multicast
+	if h.Flags&replica.GeometryMulticast != 0 {
+		b = b[:replica.HeaderSize+16]
+		if _, err := io.ReadFull(c, b); err != nil {
+			t.Fatal(err)
+		}
+		if mc, err = replica.ParseMulticast(b[replica.HeaderSize:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h, mc
+}
+
+// expectClosed reads until the server closes the connection.
+func biExpectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Errorf("the server kept the offending connection open")
+	}
+}
+
+func TestBadInputTCP(t *testing.T) {
+	r := newBIRig(t)
+	nak := func(first, last uint64) []byte { return replica.AppendNak(nil, first, last) }
+	badHello := func(edit func([]byte)) []byte {
+		b := replica.AppendHello(nil, 0, replica.Hello{})
+		edit(b)
+		return b
+	}
+	cases := []struct {
+		name     string
+		hello    bool   // complete a valid handshake first
+		send     []byte // then send this
+		halfOpen bool   // then shut down our side
+		kind     replica.EventKind
+		want     error
+	}{
+		{"garbage", false, []byte("GET / HTTP/1.1\r\nHost: ringfire\r\n\r\n"), false, replica.EventRejected, replica.ErrMalformed},
+		{"truncated header", false, replica.AppendHello(nil, 0, replica.Hello{})[:9], true, replica.EventRejected, replica.ErrTruncated},
+		{"wrong magic", false, badHello(func(b []byte) { b[16] = 'X' }), false, replica.EventRejected, replica.ErrMagic},
+		{"wrong version", false, badHello(func(b []byte) { b[24] = 2 }), false, replica.EventRejected, replica.ErrVersion},
+		{"oversized length", false, badHello(func(b []byte) { b[6] = 0x10 }), false, replica.EventRejected, replica.ErrTooLarge},
+		{"NAK before HELLO", false, nak(1, 1), false, replica.EventRejected, replica.ErrMalformed},
+		{"NAK never sent", true, nak(1<<40, 1<<40+5), false, replica.EventDisconnected, replica.ErrMalformed},
+		{"NAK too wide", true, nak(1, 1+replica.MaxNakRecords), false, replica.EventDisconnected, replica.ErrMalformed},
+		{"NAK reversed", true, nak(50, 10), false, replica.EventDisconnected, replica.ErrMalformed},
+		{"oversized after HELLO", true, append([]byte{6, 0, 0, 0, 0, 0, 1, 0}, make([]byte, 8)...), false, replica.EventDisconnected, replica.ErrTooLarge},
+		{"half a NAK", true, nak(1, 2)[:20], true, replica.EventDisconnected, replica.ErrTruncated},
+	}
+	for _, c := range cases {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			bad := r.srv.Stats().BadFrames
+			conn := r.dial(t)
+			if c.hello {
+				biHandshake(t, conn, 0)
+			}
+			if _, err := conn.Write(c.send); err != nil {
+				t.Fatal(err)
+			}
+			if c.halfOpen {
+				conn.CloseWrite()
+			}
+			biExpectClosed(t, conn)
+			ev, ok := r.ev.wait(t, conn.LocalAddr(), c.kind)
+			switch {
+			case !ok:
+				t.Errorf("no %v event", c.kind)
+			case ev.Err == nil:
+				t.Errorf("%v event without an error", c.kind)
+			case !errors.Is(ev.Err, c.want):
+				t.Errorf("event error %q, want %v", ev.Err, c.want)
+			}
+			t.Logf("event %v: %v", ev.Kind, ev.Err)
+			// ServerStats.BadFrames counts "TCP connections closed for a
+			// protocol error": after the handshake too.
+			biWait(t, "BadFrames", time.Second, func() bool { return r.srv.Stats().BadFrames == bad+1 })
+			biWait(t, "only the healthy mirror", 5*time.Second, func() bool { return r.srv.Stats().Mirrors == 1 })
+			r.healthy(t)
+		})
+	}
+}
+
+// biWait polls cond for up to d.
+func biWait(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("timed out waiting for %s", what)
+			return
+		}
+	}
+}
+
+func TestBadInputUDP(t *testing.T) {
+	r := newBIRig(t)
+	// A session of our own, to know a valid token.
+	ctl := r.dial(t)
+	_, mc := biHandshake(t, ctl, replica.HelloUDP|replica.HelloUnicast)
+	if !mc.Unicast() || mc.Port != biUDPPort || mc.Session != r.srv.Session() {
+		t.Fatalf("MULTICAST %+v, session %d", mc, r.srv.Session())
+	}
+	go io.Copy(io.Discard, ctl)
+	var u *net.UDPConn
+	if err := r.p.B.Do(func() (err error) {
+		u, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(r.p.BAddr, 0)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(r.p.AAddr, biUDPPort))
+	punch := func(flags uint8, seq uint64) []byte { return replica.AppendEmpty(nil, replica.KindPunch, flags, seq) }
+	tok := uint64(mc.Token)
+	cases := []struct {
+		name      string
+		b         []byte
+		punchOnly bool // must count as a bad PUNCH (else either counter)
+	}{
+		{"wrong token", punch(mc.Session, tok^0x5A5A5A5A), true},
+		{"wrong session", punch(mc.Session^1, tok), true},
+		{"token high bits", punch(mc.Session, tok|1<<32), true},
+		{"wrong length", append(punch(mc.Session, tok), 0, 0, 0, 0), false},
+		{"short", punch(mc.Session, tok)[:8], false},
+		{"garbage", []byte(strings.Repeat("\xffgarbage", 20)), false},
+		{"not a PUNCH", replica.AppendEmpty(nil, replica.KindHeartbeat, mc.Session, tok), false},
+	}
+	for _, c := range cases {
+		before := r.srv.Stats()
+		if _, err := u.WriteToUDP(c.b, to); err != nil {
+			t.Fatal(err)
+		}
+		biWait(t, c.name, 5*time.Second, func() bool {
+			st := r.srv.Stats()
+			if c.punchOnly {
+				return st.BadPunches == before.BadPunches+1
+			}
+			return st.BadPunches+st.BadDatagram == before.BadPunches+before.BadDatagram+1
+		})
+	}
+	// None of them made our socket a destination; the mirror still gets
+	// its datagrams.
+	dg := r.mr.m.Stats().Datagrams
+	r.healthy(t)
+	if st := r.mr.m.Stats(); st.Datagrams == dg || st.Transport != "udp unicast" {
+		t.Errorf("unicast mirror no longer fed by datagrams: %+v", st)
+	}
+	u.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	if n, _, err := u.ReadFromUDP(make([]byte, 2048)); err == nil {
+		t.Errorf("a bad PUNCH registered our socket: got a %d-byte datagram", n)
+	}
+}
+
+// biFake is a fake source in a namespace: it serves each accepted
+// connection with the next script, after reading the mirror's HELLO.
+type biFake struct {
+	ln   net.Listener
+	errc chan error
+}
+
+func newBIFake(t *testing.T, ns *netns.NS, addr netip.Addr, scripts ...func(c net.Conn, start uint64) error) *biFake {
+	t.Helper()
+	f := &biFake{errc: make(chan error, len(scripts))}
+	if err := ns.Do(func() (err error) {
+		f.ln, err = net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.ln.Close() })
+	go func() {
+		for _, script := range scripts {
+			c, err := f.ln.Accept()
+			if err != nil {
+				f.errc <- err
+				return
+			}
+			b := make([]byte, replica.HeaderSize+16)
+			_, err = io.ReadFull(c, b)
+			h, _ := replica.ParseHeader(b, 16)
+			if err == nil {
+				_, err = replica.ParseHello(b[replica.HeaderSize:])
+			}
+			if err == nil {
+				err = script(c, h.Seq)
+			}
+			c.Close()
+			f.errc <- err
+		}
+	}()
+	return f
+}
+
+// biData is a DATA frame of synthetic records first..first+n-1.
+func biData(first uint64, n int) []byte {
+	b := make([]byte, replica.HeaderSize, replica.HeaderSize+56*n)
+	replica.Header{Kind: replica.KindData, Count: uint16(n), Len: uint32(56 * n), Seq: first}.Put(b)
+	rec := make([]byte, 56)
+	for i := range n {
+		synth.Fill(rec, first+uint64(i), 1)
+		b = append(b, rec...)
+	}
+	return b
+}
+
+// TestBadInputFromSource: a fake source sends a bad GEOMETRY, a DATA frame
+// whose length disagrees with its count, or vanishes mid-frame. Each run
+// ends with a clear error and the records mirrored before stay intact.
+func TestBadInputFromSource(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	l, err := shm.NewLayout(shm.RingConfig{PayloadSize: 56, Capacity: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	geom := replica.GeometryOf(l)
+	var m *replica.Mirror
+	// good sends GEOMETRY and records start..start+n-1, waits until the
+	// mirror has published them, then sends tail.
+	good := func(n int, tail []byte) func(net.Conn, uint64) error {
+		return func(c net.Conn, start uint64) error {
+			if start == replica.StartOldest || start == replica.StartNewest {
+				start = 1
+			}
+			b := replica.AppendGeometry(nil, start, 0, geom)
+			b = append(b, biData(start, n)...)
+			b = replica.AppendEmpty(b, replica.KindHeartbeat, 0, start+uint64(n)-1)
+			if _, err := c.Write(b); err != nil {
+				return err
+			}
+			for deadline := time.Now().Add(5 * time.Second); m.Stats().Next < start+uint64(n); time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					return errors.New("the mirror did not take the good records")
+				}
+			}
+			if _, err := c.Write(tail); err != nil || len(tail) == 0 {
+				return err
+			}
+			if h, err := replica.ParseHeader(tail, 1<<20); err == nil && len(tail) == replica.HeaderSize+int(h.Len) {
+				// A whole bad frame: wait for the mirror to hang up, so
+				// that it meets the frame before our end of stream.
+				c.SetReadDeadline(time.Now().Add(5 * time.Second))
+				io.Copy(io.Discard, c)
+			}
+			return nil
+		}
+	}
+	badGeom := geom
+	badGeom.Capacity = 1000
+	wrongLen := biData(61, 2)
+	wrongLen[4] = 56 // len 56 for count 2
+	wrongLen = wrongLen[:replica.HeaderSize+56]
+	ring := filepath.Join(t.TempDir(), "mirror")
+	f := newBIFake(t, p.A, p.AAddr,
+		good(50, nil), // then a clean close
+		func(c net.Conn, start uint64) error {
+			_, err := c.Write(replica.AppendGeometry(nil, start, 0, badGeom))
+			return err
+		},
+		good(10, wrongLen),
+		good(10, biData(71, 10)[:replica.HeaderSize+100]), // then close mid-frame
+	)
+	m, err = replica.NewMirror(replica.MirrorConfig{Source: f.ln.Addr().String(), Ring: ring,
+		TCPOnly: true, Once: true, DialTimeout: 5 * time.Second, From: replica.From{Mode: replica.FromOldest}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	runs := []struct {
+		name string
+		want error  // nil: Run returns nil (the source closed cleanly)
+		says string // the error names this
+		last uint64 // the mirror ring holds 1..last afterwards
+	}{
+		{"clean close", nil, "", 50},
+		{"bad GEOMETRY", replica.ErrMalformed, "capacity", 50},
+		{"DATA length", replica.ErrMalformed, "DATA", 60},
+		{"mid-frame", replica.ErrTruncated, "mid-frame", 70},
+	}
+	for _, r := range runs {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		var err error
+		<-p.B.Go(func() { err = m.Run(ctx) })
+		cancel()
+		if ferr := <-f.errc; ferr != nil {
+			t.Fatalf("%s: fake source: %v", r.name, ferr)
+		}
+		switch {
+		case r.want == nil && err != nil:
+			t.Errorf("%s: Run: %v", r.name, err)
+		case r.want != nil && (!errors.Is(err, r.want) || !strings.Contains(err.Error(), r.says)):
+			t.Errorf("%s: Run returned %v, want %v naming %q", r.name, err, r.want, r.says)
+		}
+		t.Logf("%s: %v", r.name, err)
+		seqs, _ := readAll(t, ring)
+		if uint64(len(seqs)) != r.last || seqs[0] != 1 || seqs[len(seqs)-1] != r.last {
+			t.Fatalf("%s: mirror ring holds %d records (%v..), want 1..%d", r.name, len(seqs), seqs[:min(len(seqs), 3)], r.last)
+		}
+	}
+}
