@@ -66,6 +66,9 @@ type Mirror struct {
 
 	session    uint8
 	hasSession bool
+	// restarted: the source restarted under a resumed ring; the next
+	// connection starts a fresh ring from the configured start.
+	restarted  bool
 	stats      MirrorStats
 	msgs       []Message // receive batch
 	bufs       [][]byte
@@ -127,6 +130,9 @@ func (m *Mirror) helloStart() uint64 {
 	case FromSeq:
 		return max(m.cfg.From.Seq, 1)
 	case FromResume:
+		if m.restarted {
+			return StartOldest
+		}
 		if w, err := shm.Open(m.cfg.Ring, shm.OpenOptions{}); err == nil {
 			ws := w.WriteSeq()
 			w.Close()
@@ -221,12 +227,20 @@ func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
 		return err
 	}
 	restarted := m.hasSession && h.Flags&GeometryMulticast != 0 && mc.Session != m.session
+	if restarted && h.Flags&GeometryReset == 0 && m.ring != nil {
+		// The new source answered a resume of the old one's ring: its
+		// records before h.Seq would never come. Start over with a fresh
+		// ring, asking from the configured start.
+		m.ring.close()
+		m.ring, m.seq, m.hasSession, m.restarted = nil, nil, false, true
+		return fmt.Errorf("the source restarted (session %d, was %d): reconnecting for a fresh ring", mc.Session, m.session)
+	}
 	keep := h.Flags&GeometryReset == 0 && !restarted
 	if m.ring != nil && (!keep || m.ring.w.Ring().Layout() != l) {
 		m.ring.close()
 		m.ring = nil
 	}
-	if m.ring == nil && keep && m.cfg.From.Mode == FromResume {
+	if m.ring == nil && keep && m.cfg.From.Mode == FromResume && !m.restarted {
 		if w, err := shm.OpenWriter(m.cfg.Ring); err == nil {
 			if w.Ring().Layout() == l {
 				m.ring = newMirrorRing(w)
@@ -243,11 +257,17 @@ func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
 		m.ring = newMirrorRing(w)
 		m.stats.Resets++
 		m.seq = nil
+		m.restarted = false
 	}
 	m.geom, m.shape = g, ShapeOf(g)
 	first := max(h.Seq, 1)
 	if m.seq == nil {
 		m.seq = newSequencer(m.shape, first, m.ring, &m.stats)
+		if last := m.ring.stored; last > 0 && first > last+1 {
+			// A resumed ring: the source no longer held last+1..first-1,
+			// as a reconnection's gap(first) below counts them.
+			m.stats.Gaps += first - last - 1
+		}
 	} else {
 		m.seq.held = m.seq.held[:0]
 		m.seq.nakOut = false

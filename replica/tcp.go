@@ -38,7 +38,9 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 		case stopCaughtUp:
 			return buf, seq, ss.write(nil, true)
 		case stopLost:
-			next := f.skipLost(seq, to)
+			// Name the next record of this range, never one past it:
+			// what lies beyond was not asked for, and a mirror may hold it.
+			next := min(f.skipLost(seq, to), to+1)
 			var b [HeaderSize]byte
 			Header{Kind: KindGap, Seq: next}.Put(b[:])
 			if err := ss.write(b[:], false); err != nil {
