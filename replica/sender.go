@@ -74,8 +74,14 @@ func (sn *sender) round(now time.Time) uint64 {
 	nf := sn.build(now, w)
 	if nf > 0 {
 		sn.send(now, nf, dests)
-	} else if now.Sub(sn.lastSend) >= udpHeartbeat {
-		sn.heartbeat(now, dests)
+	} else {
+		// Records skipped without a frame (too big for a datagram, or
+		// lost) are done with: the heartbeat must announce them, or a
+		// mirror never NAKs a tail that went out in no datagram.
+		storeMax(&s.lastSent, sn.next-1)
+		if now.Sub(sn.lastSend) >= udpHeartbeat {
+			sn.heartbeat(now, dests)
+		}
 	}
 	if sn.pending {
 		return w + 1
@@ -221,8 +227,13 @@ func (s *Server) punch(b []byte, from netip.AddrPort) {
 		s.st.badPunch.Add(1)
 		return
 	}
-	if old := ss.punched.Load(); old != nil && *old == from {
+	old := ss.punched.Load()
+	if old != nil && *old == from {
 		return
+	}
+	if old == nil {
+		// Datagrams reach this mirror from now on.
+		ss.catchUpEnd.Store(s.lastSent.Load() + 1)
 	}
 	ss.punched.Store(&from)
 	s.rebuildDests()

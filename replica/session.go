@@ -44,6 +44,12 @@ type session struct {
 	bw        *bufio.Writer
 	lastWrite atomic.Int64 // unix nanoseconds of the last write
 
+	// catchUpEnd is 1 + the last record the TCP catch-up must cover: what
+	// the datagram stream sent before the mirror was in it (0: not known
+	// yet, a unicast mirror that has not punched). Later records come by
+	// datagram, or by NAK.
+	catchUpEnd atomic.Uint64
+
 	cursor uint64 // next sequence to send over TCP (writer goroutine)
 	feed   *feed  // writer goroutine's
 	buf    []byte
@@ -123,6 +129,11 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		ss.unicast.Store(mc.Unicast())
 		ss.mode.Store(modeCatchUp)
 	}
+	if udp && !mc.Unicast() {
+		// The mirror joins the group as soon as it has GEOMETRY: TCP
+		// sends what the group got before (at least the first record).
+		ss.catchUpEnd.Store(max(s.lastSent.Load(), first) + 1)
+	}
 	b = AppendGeometry(b, first, flags, GeometryOf(s.ring.Layout()))
 	if udp {
 		b = AppendMulticast(b, mc)
@@ -170,6 +181,7 @@ func (s *Server) datagramsFor(h Hello, token uint32) (Multicast, bool) {
 func (ss *session) readLoop(br *bufio.Reader) error {
 	nf := newFeed(ss.srv.ring)
 	buf := make([]byte, 0, tcpFrameMax+HeaderSize)
+	var answered uint64 // last record answered (DATA or GAP) on this connection
 	for {
 		h, p, err := readFrameFrom(br, 64)
 		if err != nil {
@@ -189,10 +201,13 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 			return fmt.Errorf("%w: NAK %d..%d for records never sent (last sent %d)", ErrMalformed, first, last, sent)
 		}
 		ss.srv.st.naks.Add(1)
-		for seq := first; seq <= last; {
+		// TCP delivers what was answered before, in order: a NAK repeated
+		// while that answer is on its way only needs what lies beyond it.
+		for seq := max(first, answered+1); seq <= last; {
 			if buf, seq, err = ss.sendRange(nf, buf, seq, last, true); err != nil {
 				return err
 			}
+			answered = seq - 1
 		}
 	}
 }
@@ -236,6 +251,9 @@ func (ss *session) writeLoop(ctx context.Context) error {
 			continue
 		}
 		w := s.ring.WriteSeq()
+		if e := ss.catchUpEnd.Load(); mode == modeCatchUp && e != 0 {
+			w = min(w, e-1) // the history ends where the datagrams took over
+		}
 		if ss.cursor <= w {
 			var err error
 			if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false); err != nil {
@@ -270,7 +288,11 @@ func (ss *session) catchUpDone() bool {
 		}
 		return false
 	}
-	if ss.cursor <= s.lastSent.Load() {
+	end := s.lastSent.Load()
+	if e := ss.catchUpEnd.Load(); e != 0 {
+		end = e - 1
+	}
+	if ss.cursor <= end {
 		return false
 	}
 	ss.mode.Store(modeLive)

@@ -78,7 +78,9 @@ func (f *feed) skipLost(seq, to uint64) uint64 {
 		}
 		seq++
 	}
-	return seq
+	// Never announce records past the range asked for as lost: a mirror
+	// NAKing a hole holds what follows it.
+	return min(seq, to+1)
 }
 
 func storeMax(a *atomic.Uint64, v uint64) {

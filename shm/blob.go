@@ -179,7 +179,7 @@ func NewBlobConsumer[M any](path string, opts ReadOptions) (*BlobConsumer[M], er
 // next polls the next record whose blob is still in the arena, skipping (and
 // counting as lapped) records whose blob was already overwritten.
 func (c *BlobConsumer[M]) next() (uint64, bool) {
-	for range 64 {
+	for { // each turn consumes a record: this ends
 		seq, ok := c.rd.poll(c.payload)
 		if !ok {
 			return 0, false
@@ -191,7 +191,6 @@ func (c *BlobConsumer[M]) next() (uint64, bool) {
 		c.rd.lapped++
 		c.rd.recv--
 	}
-	return 0, false
 }
 
 // TryRecv copies the next record's metadata into meta and its blob into buf
@@ -204,7 +203,7 @@ func (c *BlobConsumer[M]) TryRecv(meta *M, buf []byte) (n int, ok bool, err erro
 	if rd.r.closed {
 		return 0, false, ErrClosed
 	}
-	for range 64 {
+	for {
 		saved := *rd
 		if _, ok := c.next(); !ok {
 			return 0, false, nil
@@ -226,7 +225,6 @@ func (c *BlobConsumer[M]) TryRecv(meta *M, buf []byte) (n int, ok bool, err erro
 		c.publishCursor()
 		return int(c.desc.Len), true, nil
 	}
-	return 0, false, nil
 }
 
 func (c *BlobConsumer[M]) publishCursor() {
@@ -260,7 +258,7 @@ func View[M, R any](c *BlobConsumer[M], fn func(meta *M, b []byte) R) (res R, ok
 		return res, false, ErrClosed
 	}
 	var meta M
-	for range 64 {
+	for {
 		if _, ok := c.next(); !ok {
 			return res, false, nil
 		}
@@ -280,7 +278,6 @@ func View[M, R any](c *BlobConsumer[M], fn func(meta *M, b []byte) R) (res R, ok
 		c.publishCursor()
 		return out, true, nil
 	}
-	return res, false, nil
 }
 
 // Seq is the sequence of the last record returned.
