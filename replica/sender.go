@@ -51,10 +51,22 @@ func newSender(s *Server) *sender {
 	return sn
 }
 
+// sendLoop is the ring's one watcher: it sends datagrams (when the server
+// has a datagram transport) and wakes the TCP sessions when records come.
 func (s *Server) sendLoop(ctx context.Context) {
 	sn := newSender(s)
+	seen := s.ring.WriteSeq()
 	for ctx.Err() == nil && !s.closed.Load() {
-		target := sn.round(time.Now())
+		var target uint64
+		if s.udp != nil {
+			target = sn.round(time.Now())
+		} else {
+			target = s.ring.WriteSeq() + 1
+		}
+		if w := s.ring.WriteSeq(); w != seen {
+			seen = w
+			s.wakeSessions()
+		}
 		sn.wait(target)
 	}
 }
@@ -183,7 +195,9 @@ func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
 // linger ends or a heartbeat is due.
 func (sn *sender) wait(target uint64) {
 	deadline := sn.lastSend.Add(udpHeartbeat)
-	if sn.pending {
+	if sn.s.udp == nil {
+		deadline = time.Now().Add(tcpHeartbeat)
+	} else if sn.pending {
 		deadline = sn.lastFlush.Add(sn.s.cfg.Linger)
 	}
 	if d := time.Until(deadline); d > 0 {

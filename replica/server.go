@@ -57,6 +57,10 @@ type Server struct {
 
 	lastSent atomic.Uint64 // last sequence sent as datagrams
 	dests    atomic.Pointer[[]netip.AddrPort]
+	// wakes holds every session's wake channel: the sender, the only
+	// goroutine that sleeps on the ring's futex (a blocking system call
+	// that keeps its P), tells the sessions about new records.
+	wakes atomic.Pointer[[]chan struct{}]
 
 	mu       sync.Mutex
 	sessions map[uint32]*session // by token
@@ -99,6 +103,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}}
 	s.session = randomByte()
 	s.dests.Store(&[]netip.AddrPort{})
+	s.wakes.Store(&[]chan struct{}{})
 	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
 		ring.Close()
 		return nil, fmt.Errorf("replica: listen %s: %w", cfg.Bind, err)
@@ -145,9 +150,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	replaced := make(chan struct{})
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watchRing(ctx, cancel, replaced) }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
 	if s.udp != nil {
-		s.wg.Add(2)
-		go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
+		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.punchLoop(ctx) }()
 	}
 	defer s.wg.Wait()
@@ -236,16 +242,17 @@ func (s *Server) Stats() ServerStats {
 // register adds a session under a fresh unguessable token.
 func (s *Server) register(ss *session) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for {
 		var b [4]byte
 		rand.Read(b[:])
 		if t := binary.LittleEndian.Uint32(b[:]); t != 0 && s.sessions[t] == nil {
 			ss.token = t
 			s.sessions[t] = ss
-			return
+			break
 		}
 	}
+	s.mu.Unlock()
+	s.rebuildDests()
 }
 
 func (s *Server) unregister(ss *session) {
@@ -255,17 +262,31 @@ func (s *Server) unregister(ss *session) {
 	s.rebuildDests()
 }
 
-// rebuildDests publishes the unicast destinations of punched sessions.
+// rebuildDests publishes the unicast destinations of punched sessions and
+// the wake channels of all sessions.
 func (s *Server) rebuildDests() {
 	s.mu.Lock()
 	var d []netip.AddrPort
+	w := make([]chan struct{}, 0, len(s.sessions))
 	for _, ss := range s.sessions {
 		if a := ss.punched.Load(); a != nil && ss.mode.Load() != modeStream {
 			d = append(d, *a)
 		}
+		w = append(w, ss.wake)
 	}
 	s.mu.Unlock()
 	s.dests.Store(&d)
+	s.wakes.Store(&w)
+}
+
+// wakeSessions tells every session that the ring moved.
+func (s *Server) wakeSessions() {
+	for _, c := range *s.wakes.Load() {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func randomByte() uint8 {

@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/ringfire/ringfire/shm"
 )
 
 // Session modes.
@@ -50,6 +48,9 @@ type session struct {
 	// datagram, or by NAK.
 	catchUpEnd atomic.Uint64
 
+	wake  chan struct{} // the sender's "the ring moved" (capacity 1)
+	timer *time.Timer
+
 	cursor uint64 // next sequence to send over TCP (writer goroutine)
 	feed   *feed  // writer goroutine's
 	buf    []byte
@@ -60,7 +61,7 @@ type session struct {
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	ss := &session{srv: s, tcp: c, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
-		buf: make([]byte, 0, tcpFrameMax+HeaderSize), born: time.Now()}
+		buf: make([]byte, 0, tcpFrameMax+HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
 	br := bufio.NewReader(c)
 	if err := ss.handshake(br); err != nil {
 		s.st.badConn.Add(1)
@@ -271,9 +272,25 @@ func (ss *session) writeLoop(ctx context.Context) error {
 		if mode == modeCatchUp {
 			wait = time.Millisecond
 		}
-		s.ring.Await(ss.cursor, shm.FutexWait(16), wait)
+		ss.sleep(ctx, wait)
 	}
 	return nil
+}
+
+// sleep waits for the sender's wake-up, at most d. Sessions never block in
+// a futex system call: that would hold a P per mirror.
+func (ss *session) sleep(ctx context.Context, d time.Duration) {
+	if ss.timer == nil {
+		ss.timer = time.NewTimer(d)
+	} else {
+		ss.timer.Reset(d)
+	}
+	select {
+	case <-ss.wake:
+	case <-ss.timer.C:
+	case <-ctx.Done():
+	}
+	ss.timer.Stop()
 }
 
 // catchUpDone ends the catch-up once TCP has covered everything the

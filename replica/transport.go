@@ -23,8 +23,9 @@ type Message struct {
 // destination, all sharing one Buf, in a single SendBatch call.
 type Transport interface {
 	// SendBatch sends ms[i].Buf to ms[i].Addr for every message and returns
-	// how many were sent. It does not wait for buffer space: a full socket
-	// or ring returns the count sent so far with ErrWouldBlock.
+	// how many were sent. A transport that cannot wait for buffer space (a
+	// full ring) returns the count sent so far with ErrWouldBlock; kernel
+	// UDP waits in Go's poller until its socket has room.
 	SendBatch(ms []Message) (int, error)
 	// RecvBatch receives up to len(ms) datagrams. wait 0 polls without
 	// blocking; a positive wait blocks at most that long for the first
