@@ -39,7 +39,7 @@ type sender struct {
 }
 
 func newSender(s *Server) *sender {
-	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.ring.WriteSeq() + 1,
+	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.lastSent.Load() + 1,
 		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: shm.FutexWait(64)}
 	for i := range sn.frames {
 		sn.frames[i] = make([]byte, 0, MaxMTU)
@@ -47,7 +47,6 @@ func newSender(s *Server) *sender {
 	if s.cfg.Spin {
 		sn.ws = shm.BusySpin()
 	}
-	s.lastSent.Store(sn.next - 1)
 	return sn
 }
 

@@ -102,6 +102,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}}
 	s.session = randomByte()
+	// The datagram stream starts after what the ring holds now; sessions
+	// accepted before the sender runs must already see that.
+	s.lastSent.Store(ring.WriteSeq())
 	s.dests.Store(&[]netip.AddrPort{})
 	s.wakes.Store(&[]chan struct{}{})
 	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
