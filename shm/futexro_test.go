@@ -1,7 +1,7 @@
 package shm
 
 // TestFutexWaitReadOnlyReader and its child process (role
-// "futex-readonly" of TestMultiProcHelper).
+// "futex-readonly" of mpChildMain).
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ import (
 // the process. The reader runs in a child process so a fault cannot take
 // the test binary down.
 func TestFutexWaitReadOnlyReader(t *testing.T) {
-	args := reexecArgs(t, "TestMultiProcHelper", 0)
+	args := reexecArgs(t, 0)
 	w, path := createRing(t, RingConfig{PayloadSize: 56, Capacity: 16})
 	p := make([]byte, mpPayload)
 	mpEncode(p, 1, 0)
@@ -51,21 +51,21 @@ func TestFutexWaitReadOnlyReader(t *testing.T) {
 
 // mpFutexReadOnly is the child of TestFutexWaitReadOnlyReader: it receives
 // record 1, then waits for a record that never comes and must time out.
-func mpFutexReadOnly(t *testing.T) mpReaderResult {
+func mpFutexReadOnly() (mpReaderResult, error) {
 	var res mpReaderResult
 	ws := FutexWait(0)
 	rd, err := OpenReader(os.Getenv(mpEnvRing), ReadOptions{Start: StartOldest, NoRegister: true, Wait: &ws})
 	if err != nil {
-		t.Fatal(err)
+		return res, err
 	}
 	defer rd.Close()
 	buf := make([]byte, mpPayload)
 	if seq, err := rd.Recv(buf, time.Second); err != nil || seq != 1 {
 		res.Err = fmt.Sprintf("first Recv: %d %v", seq, err)
-		return res
+		return res, nil
 	}
 	if seq, err := rd.Recv(buf, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
 		res.Err = fmt.Sprintf("second Recv: %d %v, want ErrTimeout", seq, err)
 	}
-	return res
+	return res, nil
 }

@@ -4,8 +4,8 @@ package shm
 // constructors that fail the test on error and close what they open when it
 // ends, draining a reader into its list of sequences, raw file writes, the
 // foreign fixtures, the ring file built from the spec alone, the
-// checksummed record of the multi-process tests, and the re-execution of
-// the test binary as a child process.
+// checksummed record of the multi-process tests, and the command line that
+// re-executes the test binary as a child process.
 
 import (
 	"encoding/binary"
@@ -327,30 +327,19 @@ func raceDetectorOn() bool {
 	return false
 }
 
-// reexecArgs is the command line that re-executes this test binary to run
-// only the child-process entry test helper, with a -test.timeout when
-// timeout is not 0.
-func reexecArgs(tb testing.TB, helper string, timeout time.Duration) []string {
+// reexecArgs is the command line that re-executes this test binary as a
+// child process, with a -test.timeout bounding it when timeout is not 0.
+// It runs no test (-test.run=^$): the role variable the caller adds to the
+// child's environment makes TestMain (main_test.go) run the child instead.
+func reexecArgs(tb testing.TB, timeout time.Duration) []string {
 	tb.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	args := []string{exe, "-test.run=^" + helper + "$", "-test.count=1"}
+	args := []string{exe, "-test.run=^$", "-test.count=1"}
 	if timeout > 0 {
 		args = append(args, "-test.timeout="+timeout.String())
 	}
 	return args
-}
-
-// childEnv is the value of the environment variable that gives a
-// re-executed test binary its child role; a child-process entry test
-// skips, saying why, when it is not set.
-func childEnv(t *testing.T, name, why string) string {
-	t.Helper()
-	v := os.Getenv(name)
-	if v == "" {
-		t.Skip(why)
-	}
-	return v
 }

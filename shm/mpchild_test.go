@@ -5,11 +5,11 @@ package shm
 // producer and reader loops. The records are mpEncode's checksummed ones.
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 	"time"
 )
 
@@ -61,13 +61,17 @@ type mpReaderResult struct {
 	Err         string
 }
 
-func mpEnvU64(t *testing.T, name string) uint64 {
-	t.Helper()
-	v, err := strconv.ParseUint(os.Getenv(name), 10, 64)
-	if err != nil {
-		t.Fatalf("env %s: %v", name, err)
+// mpEnvU64s parses the environment variables names as unsigned integers.
+func mpEnvU64s(names ...string) ([]uint64, error) {
+	vs := make([]uint64, len(names))
+	for i, name := range names {
+		v, err := strconv.ParseUint(os.Getenv(name), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", name, err)
+		}
+		vs[i] = v
 	}
-	return v
+	return vs, nil
 }
 
 func mpWaitFile(path string, timeout time.Duration) error {
@@ -91,12 +95,17 @@ func mpTouch(path string) error {
 	return f.Close()
 }
 
-func mpProducer(t *testing.T) mpProducerResult {
+// mpProducer is the producer child. An error (rather than a result with
+// Err set) is a failure of the child's setup, not of the stream.
+func mpProducer() (mpProducerResult, error) {
+	var res mpProducerResult
 	ring := os.Getenv(mpEnvRing)
-	capa := mpEnvU64(t, mpEnvCap)
-	prefill := mpEnvU64(t, mpEnvPrefill)
-	final := mpEnvU64(t, mpEnvCount)
-	budget := time.Duration(mpEnvU64(t, mpEnvBudget)) * time.Millisecond
+	vs, err := mpEnvU64s(mpEnvCap, mpEnvPrefill, mpEnvCount, mpEnvBudget)
+	if err != nil {
+		return res, err
+	}
+	capa, prefill, final := vs[0], vs[1], vs[2]
+	budget := time.Duration(vs[3]) * time.Millisecond
 	lossless := os.Getenv(mpEnvLossless) == "1"
 
 	cfg := RingConfig{PayloadSize: mpPayload, Capacity: capa}
@@ -105,28 +114,27 @@ func mpProducer(t *testing.T) mpProducerResult {
 	}
 	w, err := Create(ring, cfg, CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return res, err
 	}
 	defer w.Close()
 	p := make([]byte, mpPayload)
 	for seq := uint64(1); seq <= prefill; seq++ {
 		mpEncode(p, seq, 0)
 		if _, err := w.Push(p); err != nil {
-			t.Fatal(err)
+			return res, fmt.Errorf("prefill push %d: %w", seq, err)
 		}
 	}
 	if err := mpTouch(ring + ".created"); err != nil {
-		t.Fatal(err)
+		return res, err
 	}
-	var res mpProducerResult
 	if err := mpWaitFile(ring+".go", 60*time.Second); err != nil {
 		res.Err = err.Error()
-		return res
+		return res, nil
 	}
 	if lossless {
 		rs, err := w.Ring().Readers()
 		if err != nil {
-			t.Fatal(err)
+			return res, err
 		}
 		for _, r := range rs {
 			if r.Active && r.Alive {
@@ -148,7 +156,7 @@ func mpProducer(t *testing.T) mpProducerResult {
 		got, err := w.Push(p)
 		if err != nil || got != seq {
 			res.Err = fmt.Sprintf("push %d: got %d, %v", seq, got, err)
-			return res
+			return res, nil
 		}
 		res.Pushed++
 		if flags&mpFlagLast != 0 {
@@ -158,13 +166,19 @@ func mpProducer(t *testing.T) mpProducerResult {
 	}
 	res.ElapsedMs = time.Since(start).Milliseconds()
 	res.Backpressure = w.Stats().Backpressure
-	return res
+	return res, nil
 }
 
-func mpReader(t *testing.T) mpReaderResult {
+// mpReader is the reader child. An error (rather than a result with Err
+// set) is a failure of the child's setup, not of the stream.
+func mpReader() (mpReaderResult, error) {
 	ring := os.Getenv(mpEnvRing)
 	lossless := os.Getenv(mpEnvLossless) == "1"
-	idx := int(mpEnvU64(t, mpEnvIndex))
+	vs, err := mpEnvU64s(mpEnvIndex)
+	if err != nil {
+		return mpReaderResult{}, err
+	}
+	idx := int(vs[0])
 	res := mpReaderResult{Index: idx, Start: os.Getenv(mpEnvStart), Wait: os.Getenv(mpEnvWait)}
 
 	// Lossy-ring readers do not register (that ring has no registry anyway).
@@ -179,11 +193,11 @@ func mpReader(t *testing.T) mpReaderResult {
 	case strings.HasPrefix(s, "seq:"):
 		n, err := strconv.ParseUint(s[4:], 10, 64)
 		if err != nil {
-			t.Fatal(err)
+			return res, fmt.Errorf("start %q: %w", s, err)
 		}
 		opts.Start, opts.Sequence, res.Requested = StartSequence, n, n
 	default:
-		t.Fatalf("start %q", s)
+		return res, fmt.Errorf("unknown start %q", s)
 	}
 	var ws WaitStrategy
 	switch res.Wait {
@@ -194,21 +208,21 @@ func mpReader(t *testing.T) mpReaderResult {
 	case "futex":
 		ws = FutexWait(64)
 	default:
-		t.Fatalf("wait %q", res.Wait)
+		return res, fmt.Errorf("unknown wait %q", res.Wait)
 	}
 	opts.Wait = &ws
 	rd, err := OpenReader(ring, opts)
 	if err != nil {
-		t.Fatal(err)
+		return res, err
 	}
 	defer rd.Close()
 	if lossless && !rd.Registered() {
-		t.Fatal("reader of a lossless ring did not register")
+		return res, errors.New("reader of a lossless ring did not register")
 	}
 	res.AttachWrite = rd.Ring().WriteSeq()
 	res.Next0, res.Lapped0 = rd.Next(), rd.Lapped()
 	if err := mpTouch(fmt.Sprintf("%s.ready.%d", ring, idx)); err != nil {
-		t.Fatal(err)
+		return res, err
 	}
 
 	buf := make([]byte, mpPayload)
@@ -257,5 +271,5 @@ func mpReader(t *testing.T) mpReaderResult {
 	res.Last = prev
 	res.Lapped = rd.Lapped()
 	res.RdReceived = rd.Received()
-	return res
+	return res, nil
 }

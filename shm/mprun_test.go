@@ -62,7 +62,7 @@ func mpRun(t *testing.T, cfg mpConfig) (mpProducerResult, []mpReaderResult) {
 	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
 		t.Skipf("no /dev/shm on this machine (%v)", err)
 	}
-	args := reexecArgs(t, "TestMultiProcHelper", cfg.wallClock+10*time.Second)
+	args := reexecArgs(t, cfg.wallClock+10*time.Second)
 	ring := fmt.Sprintf("/dev/shm/ringfire-mptest-%d-%d-%d", os.Getpid(), mpCounter.Add(1), time.Now().UnixNano())
 	t.Cleanup(func() {
 		os.Remove(ring)

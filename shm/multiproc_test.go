@@ -2,7 +2,8 @@ package shm
 
 // Multi-process tests: one producer process and several reader processes
 // attached to one ring in /dev/shm, made by re-executing the test binary
-// with -test.run=^TestMultiProcHelper$ and env vars selecting the role.
+// with env vars selecting the role (mpEnvRole makes TestMain, main_test.go,
+// run mpChildMain instead of the tests).
 // This file holds the two tests, what they assert of each reader, and the
 // child's entry point; mpchild_test.go is the children's side and
 // mprun_test.go the parent's.
@@ -29,26 +30,31 @@ import (
 	"time"
 )
 
-// TestMultiProcHelper is the child side of the multi-process tests; it does
-// nothing unless started by them.
-func TestMultiProcHelper(t *testing.T) {
-	role := childEnv(t, mpEnvRole, "helper process for TestMultiProcess*: runs only when re-executed with "+mpEnvRole)
+// mpChildMain is the child side of the multi-process tests, run by TestMain
+// when mpEnvRole is set; role is its value. It prints the child's result
+// line, or returns an error (the child then exits with a non-zero status).
+func mpChildMain(role string) error {
 	var res any
+	var err error
 	switch role {
 	case "producer":
-		res = mpProducer(t)
+		res, err = mpProducer()
 	case "reader":
-		res = mpReader(t)
+		res, err = mpReader()
 	case "futex-readonly":
-		res = mpFutexReadOnly(t)
+		res, err = mpFutexReadOnly()
 	default:
-		t.Fatalf("unknown role %q", role)
+		return fmt.Errorf("unknown role %q", role)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", role, err)
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	fmt.Fprintf(os.Stdout, "%s%s\n", mpResultPrefix, b)
+	_, err = fmt.Fprintf(os.Stdout, "%s%s\n", mpResultPrefix, b)
+	return err
 }
 
 // TestMultiProcessLapping: one producer and eight reader processes on a

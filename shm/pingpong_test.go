@@ -2,8 +2,8 @@ package shm
 
 // Two-process round trips, the parent side (the echo child is in
 // ppchild_test.go). The benchmark process re-executes its own test binary
-// with -test.run=^TestPingPongEchoHelper$ and the ppEnv variable describing
-// the echo to run:
+// with the ppEnv variable describing the echo to run, which makes TestMain
+// (main_test.go) run ppEchoMain instead of the tests:
 //
 //   - ring: the child attaches to ring A as a consumer, creates ring B as
 //     its producer and pushes every 56-byte record (64-byte slot) it
@@ -75,7 +75,7 @@ func ppSpawn(tb testing.TB, cfg ppConfig, files []*os.File) *ipcbench.Child {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	args := reexecArgs(tb, "TestPingPongEchoHelper", cfg.Limit+30*time.Second)
+	args := reexecArgs(tb, cfg.Limit+30*time.Second)
 	child, err := ipcbench.StartChild(args, []string{ppEnv + "=" + string(js)}, files)
 	if err != nil {
 		tb.Fatal(err)

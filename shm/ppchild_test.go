@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,28 +27,24 @@ func ppWait(name string) (WaitStrategy, error) {
 	return WaitStrategy{}, fmt.Errorf("unknown wait mode %q", name)
 }
 
-// TestPingPongEchoHelper is the echo child of the ping-pong benchmarks and
-// of TestPingPongRoundTrips. It is not a test: without ppEnv it skips.
-func TestPingPongEchoHelper(t *testing.T) {
-	v := childEnv(t, ppEnv, "echo child of the ping-pong benchmarks; runs only when they re-execute the test binary")
+// ppEchoMain is the echo child of the ping-pong benchmarks and of
+// TestPingPongRoundTrips, run by TestMain when ppEnv is set; v is ppEnv's
+// value.
+func ppEchoMain(v string) error {
 	var cfg ppConfig
 	if err := json.Unmarshal([]byte(v), &cfg); err != nil {
-		t.Fatalf("%s: %v", ppEnv, err)
+		return fmt.Errorf("%s: %w", ppEnv, err)
 	}
 	if cfg.Limit <= 0 {
 		cfg.Limit = time.Minute
 	}
 	ipcbench.Watchdog(cfg.Parent, cfg.Limit)
 	deadline := time.Now().Add(cfg.Limit)
-	var err error
 	if cfg.Kind == "ring" {
-		err = ppEchoRing(cfg, deadline)
-	} else {
-		_, err = ipcbench.ServeChild(ipcbench.Transport(cfg.Kind), cfg.Addr, deadline)
+		return ppEchoRing(cfg, deadline)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, err := ipcbench.ServeChild(ipcbench.Transport(cfg.Kind), cfg.Addr, deadline)
+	return err
 }
 
 // ppPinned says whether the two sides of a ring ping-pong with this wait

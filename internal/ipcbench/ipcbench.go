@@ -13,8 +13,9 @@
 //   - ServeChild (child) opens its end and runs Echo until the parent
 //     closes its end; Serve does the same in-process (tests).
 //   - StartChild and Watchdog run the child: typically the test binary
-//     itself, re-executed with -test.run selecting a helper test, which
-//     exits when its parent dies or after a time limit.
+//     itself, re-executed with a role in its environment that its TestMain
+//     runs instead of the tests; it exits when its parent dies or after a
+//     time limit.
 //
 // Client.RoundTrip and Echo do not allocate per message, so the benchmarks
 // built on them measure the transports, not the garbage collector.

@@ -2,6 +2,7 @@ package ipcbench
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -139,25 +140,34 @@ func TestPingPongMismatch(t *testing.T) {
 	}
 }
 
-const childEnv = "IPCBENCH_TEST_CHILD" // "transport addr"
+const childEnv = "IPCBENCH_TEST_CHILD" // "transport parent-pid addr"
 
-// TestPingPongChildHelper is the echo child of TestPingPongChild; it does
-// nothing unless that test re-executes the binary.
-func TestPingPongChildHelper(t *testing.T) {
-	v := os.Getenv(childEnv)
-	if v == "" {
-		t.Skip("echo child helper of TestPingPongChild; runs only when re-executed by it")
+// TestMain runs the echo child of TestPingPongChild instead of the tests
+// when childEnv is set (TestPingPongChild re-executes the test binary with
+// it), exiting with status 0 when the echo ended cleanly and 1 otherwise.
+func TestMain(m *testing.M) {
+	if v := os.Getenv(childEnv); v != "" {
+		if err := echoChildMain(v); err != nil {
+			fmt.Fprintf(os.Stderr, "echo child (%s): FAIL: %v\n", childEnv, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
+	os.Exit(m.Run())
+}
+
+// echoChildMain is the echo child of TestPingPongChild; v is childEnv's
+// value. The watchdog bounds its life (60 s, or until the parent dies).
+func echoChildMain(v string) error {
 	tr, rest, _ := strings.Cut(v, " ")
 	ppid, addr, _ := strings.Cut(rest, " ")
 	parent, err := strconv.Atoi(ppid)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("%s=%q: parent pid: %w", childEnv, v, err)
 	}
 	Watchdog(parent, 60*time.Second)
-	if _, err := ServeChild(Transport(tr), addr, time.Now().Add(60*time.Second)); err != nil {
-		t.Fatal(err)
-	}
+	_, err = ServeChild(Transport(tr), addr, time.Now().Add(60*time.Second))
+	return err
 }
 
 func TestPingPongChild(t *testing.T) {
@@ -173,7 +183,9 @@ func TestPingPongChild(t *testing.T) {
 			}
 			defer l.Close()
 			env := childEnv + "=" + string(tr) + " " + strconv.Itoa(os.Getpid()) + " " + l.Addr()
-			child, err := StartChild([]string{exe, "-test.run=^TestPingPongChildHelper$", "-test.timeout=90s"},
+			// The child runs no test: childEnv makes TestMain echo, and
+			// the watchdog (60 s) bounds it.
+			child, err := StartChild([]string{exe, "-test.run=^$"},
 				[]string{env}, l.ChildFiles())
 			if err != nil {
 				t.Fatal(err)
