@@ -1,21 +1,21 @@
 package replica_test
 
+// Bad input: malformed frames and datagrams sent to a server (which drops
+// the offender and keeps serving its healthy mirror), and a fake source
+// feeding a mirror bad frames.
+
 import (
-	"context"
 	"errors"
 	"io"
 	"net"
 	"net/netip"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
-	"github.com/ringfire/ringfire/shm"
 )
 
 // biEvents collects a server's events.
@@ -33,17 +33,19 @@ func (e *biEvents) add(ev replica.Event) {
 // wait returns the first event of kind k about peer.
 func (e *biEvents) wait(t *testing.T, peer net.Addr, k replica.EventKind) (replica.Event, bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	var found replica.Event
+	ok := poll(5*time.Second, 5*time.Millisecond, func() bool {
 		e.mu.Lock()
+		defer e.mu.Unlock()
 		for _, ev := range e.evs {
 			if ev.Kind == k && ev.Peer != nil && ev.Peer.String() == peer.String() {
-				e.mu.Unlock()
-				return ev, true
+				found = ev
+				return true
 			}
 		}
-		e.mu.Unlock()
-	}
-	return replica.Event{}, false
+		return false
+	})
+	return found, ok
 }
 
 // biRig is a served source with a healthy unicast mirror attached.
@@ -58,12 +60,11 @@ type biRig struct {
 const biUDPPort = 7411
 
 func newBIRig(t *testing.T) *biRig {
-	netns.Require(t)
-	r := &biRig{p: netns.NewPair(t), ev: &biEvents{}}
-	r.src = newSource(t, r.p.A, r.p.AAddr, 1<<14)
+	r := &biRig{ev: &biEvents{}}
+	r.p, r.src = pairSource(t, 1<<14)
 	r.src.push(100)
 	r.srv = r.src.serve(replica.ServerConfig{UDPPort: biUDPPort, Events: r.ev.add})
-	r.mr = startMirror(t, r.p.B, r.p.BAddr, r.src, replica.MirrorConfig{Unicast: true, From: replica.From{Mode: replica.FromOldest}}, nil)
+	r.mr = startMirror(t, r.p.B, r.p.BAddr, r.src, replica.MirrorConfig{Unicast: true, From: fromOldest}, nil)
 	r.mr.waitFor(100, 10*time.Second)
 	return r
 }
@@ -83,15 +84,7 @@ func (r *biRig) healthy(t *testing.T) {
 // dial opens a raw TCP connection to the server from the mirror namespace.
 func (r *biRig) dial(t *testing.T) *net.TCPConn {
 	t.Helper()
-	var c net.Conn
-	if err := r.p.B.Do(func() (err error) {
-		c, err = net.DialTimeout("tcp", r.srv.Addr().String(), 5*time.Second)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c.(*net.TCPConn)
+	return dialTCP(t, r.p.B, r.srv.Addr().String())
 }
 
 // handshake sends a HELLO and reads GEOMETRY (and MULTICAST if flagged).
@@ -200,11 +193,8 @@ func TestBadInputTCP(t *testing.T) {
 // biWait polls cond for up to d.
 func biWait(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Errorf("timed out waiting for %s", what)
-			return
-		}
+	if !poll(d, 5*time.Millisecond, cond) {
+		t.Errorf("timed out waiting for %s", what)
 	}
 }
 
@@ -217,14 +207,7 @@ func TestBadInputUDP(t *testing.T) {
 		t.Fatalf("MULTICAST %+v, session %d", mc, r.srv.Session())
 	}
 	go io.Copy(io.Discard, ctl)
-	var u *net.UDPConn
-	if err := r.p.B.Do(func() (err error) {
-		u, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(r.p.BAddr, 0)))
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	defer u.Close()
+	u := listenUDP(t, r.p.B, r.p.BAddr)
 	to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(r.p.AAddr, biUDPPort))
 	punch := func(flags uint8, seq uint64) []byte { return replica.AppendEmpty(nil, replica.KindPunch, flags, seq) }
 	tok := uint64(mc.Token)
@@ -267,69 +250,13 @@ func TestBadInputUDP(t *testing.T) {
 	}
 }
 
-// biFake is a fake source in a namespace: it serves each accepted
-// connection with the next script, after reading the mirror's HELLO.
-type biFake struct {
-	ln   net.Listener
-	errc chan error
-}
-
-func newBIFake(t *testing.T, ns *netns.NS, addr netip.Addr, scripts ...func(c net.Conn, start uint64) error) *biFake {
-	t.Helper()
-	f := &biFake{errc: make(chan error, len(scripts))}
-	if err := ns.Do(func() (err error) {
-		f.ln, err = net.Listen("tcp", netip.AddrPortFrom(addr, 0).String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.ln.Close() })
-	go func() {
-		for _, script := range scripts {
-			c, err := f.ln.Accept()
-			if err != nil {
-				f.errc <- err
-				return
-			}
-			b := make([]byte, replica.HeaderSize+16)
-			_, err = io.ReadFull(c, b)
-			h, _ := replica.ParseHeader(b, 16)
-			if err == nil {
-				_, err = replica.ParseHello(b[replica.HeaderSize:])
-			}
-			if err == nil {
-				err = script(c, h.Seq)
-			}
-			c.Close()
-			f.errc <- err
-		}
-	}()
-	return f
-}
-
-// biData is a DATA frame of synthetic records first..first+n-1.
-func biData(first uint64, n int) []byte {
-	b := make([]byte, replica.HeaderSize, replica.HeaderSize+56*n)
-	replica.Header{Kind: replica.KindData, Count: uint16(n), Len: uint32(56 * n), Seq: first}.Put(b)
-	rec := make([]byte, 56)
-	for i := range n {
-		synth.Fill(rec, first+uint64(i), 1)
-		b = append(b, rec...)
-	}
-	return b
-}
-
 // TestBadInputFromSource: a fake source sends a bad GEOMETRY, a DATA frame
 // whose length disagrees with its count, or vanishes mid-frame. Each run
 // ends with a clear error and the records mirrored before stay intact.
 func TestBadInputFromSource(t *testing.T) {
 	netns.Require(t)
 	p := netns.NewPair(t)
-	l, err := shm.NewLayout(shm.RingConfig{PayloadSize: 56, Capacity: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
-	geom := replica.GeometryOf(l)
+	geom := fakeGeometry(t)
 	var m *replica.Mirror
 	// good sends GEOMETRY and records start..start+n-1, waits until the
 	// mirror has published them, then sends tail.
@@ -339,15 +266,13 @@ func TestBadInputFromSource(t *testing.T) {
 				start = 1
 			}
 			b := replica.AppendGeometry(nil, start, 0, geom)
-			b = append(b, biData(start, n)...)
+			b = append(b, dataFrame(0, start, n, 1)...)
 			b = replica.AppendEmpty(b, replica.KindHeartbeat, 0, start+uint64(n)-1)
 			if _, err := c.Write(b); err != nil {
 				return err
 			}
-			for deadline := time.Now().Add(5 * time.Second); m.Stats().Next < start+uint64(n); time.Sleep(time.Millisecond) {
-				if time.Now().After(deadline) {
-					return errors.New("the mirror did not take the good records")
-				}
+			if !poll(5*time.Second, time.Millisecond, func() bool { return m.Stats().Next >= start+uint64(n) }) {
+				return errors.New("the mirror did not take the good records")
 			}
 			if _, err := c.Write(tail); err != nil || len(tail) == 0 {
 				return err
@@ -363,25 +288,19 @@ func TestBadInputFromSource(t *testing.T) {
 	}
 	badGeom := geom
 	badGeom.Capacity = 1000
-	wrongLen := biData(61, 2)
+	wrongLen := dataFrame(0, 61, 2, 1)
 	wrongLen[4] = 56 // len 56 for count 2
 	wrongLen = wrongLen[:replica.HeaderSize+56]
-	ring := filepath.Join(t.TempDir(), "mirror")
-	f := newBIFake(t, p.A, p.AAddr,
+	f := newFakeSource(t, p.A, p.AAddr,
 		good(50, nil), // then a clean close
 		func(c net.Conn, start uint64) error {
 			_, err := c.Write(replica.AppendGeometry(nil, start, 0, badGeom))
 			return err
 		},
 		good(10, wrongLen),
-		good(10, biData(71, 10)[:replica.HeaderSize+100]), // then close mid-frame
+		good(10, dataFrame(0, 71, 10, 1)[:replica.HeaderSize+100]), // then close mid-frame
 	)
-	m, err = replica.NewMirror(replica.MirrorConfig{Source: f.ln.Addr().String(), Ring: ring,
-		TCPOnly: true, Once: true, DialTimeout: 5 * time.Second, From: replica.From{Mode: replica.FromOldest}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m, ring := f.mirror(t, replica.MirrorConfig{Once: true, DialTimeout: 5 * time.Second, From: fromOldest})
 	runs := []struct {
 		name string
 		want error  // nil: Run returns nil (the source closed cleanly)
@@ -394,10 +313,7 @@ func TestBadInputFromSource(t *testing.T) {
 		{"mid-frame", replica.ErrTruncated, "mid-frame", 70},
 	}
 	for _, r := range runs {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		var err error
-		<-p.B.Go(func() { err = m.Run(ctx) })
-		cancel()
+		err := runIn(p.B, m, 10*time.Second)
 		if ferr := <-f.errc; ferr != nil {
 			t.Fatalf("%s: fake source: %v", r.name, ferr)
 		}
@@ -409,8 +325,8 @@ func TestBadInputFromSource(t *testing.T) {
 		}
 		t.Logf("%s: %v", r.name, err)
 		seqs, _ := readAll(t, ring)
-		if uint64(len(seqs)) != r.last || seqs[0] != 1 || seqs[len(seqs)-1] != r.last {
-			t.Fatalf("%s: mirror ring holds %d records (%v..), want 1..%d", r.name, len(seqs), seqs[:min(len(seqs), 3)], r.last)
+		if err := checkContiguous(seqs, 1, r.last); err != nil {
+			t.Fatalf("%s: %v", r.name, err)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
 	"runtime"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		procs  int // 0: GOMAXPROCS as given
 	}{{"", false, roundTripProcs}, {"-spin", true, roundTripProcs}, {"-gomaxprocs", false, 0}}
 	for _, v := range variants {
-		for _, mode := range benchModes {
+		for _, mode := range allModes {
 			b.Run(mode+v.suffix, func(b *testing.B) {
 				if v.procs > 0 {
 					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(v.procs))
@@ -99,7 +100,7 @@ const pacedWindow = 250 * time.Millisecond
 // and the share that needed a NAK and a TCP retransmission. The parent
 // prints the highest paced rate with 0 gaps and 100% delivered.
 func BenchmarkZeroLossRate(b *testing.B) {
-	for _, mode := range benchModes {
+	for _, mode := range allModes {
 		b.Run(mode, func(b *testing.B) {
 			b.Run("max", func(b *testing.B) { benchZeroLoss(b, mode, 0) })
 			best, clean := 0, 0
@@ -127,9 +128,9 @@ type zeroLossResult struct {
 func benchZeroLoss(b *testing.B, mode string, rate int) zeroLossResult {
 	netns.Require(b)
 	p := netns.NewPair(b)
-	dir := benchDir(b)
-	src := newBenchSource(b, p.A, p.AAddr, dir, "source", 1<<21)
-	scfg, mcfg := benchConfigs(mode, 0)
+	dir := shmDir(b)
+	src := newSourceAt(b, p.A, p.AAddr, 1<<21, filepath.Join(dir, "source"))
+	scfg, mcfg := transportConfigs(mode)
 	scfg.Linger = -1 // adaptive, as `ringfire serve` does by default
 	src.serve(scfg)
 	mr := startBenchMirror(b, p.B, p.BAddr, src, dir, "mirror", mcfg)
@@ -181,7 +182,7 @@ func benchZeroLoss(b *testing.B, mode string, rate int) zeroLossResult {
 }
 
 // waitMirrored waits until the mirror ring's write_seq reaches last.
-func waitMirrored(b *testing.B, ring *shm.Ring, mr *benchMirror, src *benchSource, last uint64) {
+func waitMirrored(b *testing.B, ring *shm.Ring, mr *mirror, src *source, last uint64) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for ring.WriteSeq() < last {
 		if ring.Replaced() {
@@ -210,19 +211,8 @@ func BenchmarkFanout(b *testing.B) {
 	netns.Require(b)
 	p := netns.NewPair(b)
 	var dests []netip.AddrPort
-	err := p.B.Do(func() error {
-		for range fanout {
-			c, err := net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.BAddr, 0)))
-			if err != nil {
-				return err
-			}
-			b.Cleanup(func() { c.Close() })
-			dests = append(dests, c.LocalAddr().(*net.UDPAddr).AddrPort())
-		}
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
+	for range fanout {
+		dests = append(dests, listenUDP(b, p.B, p.BAddr).LocalAddr().(*net.UDPAddr).AddrPort())
 	}
 	frame := make([]byte, replica.DefaultMTU)
 	for i := range frame {
@@ -233,13 +223,7 @@ func BenchmarkFanout(b *testing.B) {
 	}
 
 	b.Run(fmt.Sprintf("sendmmsg-%d", fanout), func(b *testing.B) {
-		var u *replica.UDP
-		if err := p.A.Do(func() (err error) {
-			u, err = replica.NewUDP(replica.UDPConfig{Bind: netip.AddrPortFrom(p.AAddr, 0), Iface: p.AAddr})
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
+		u := newUDPIn(b, p.A, replica.UDPConfig{Bind: netip.AddrPortFrom(p.AAddr, 0), Iface: p.AAddr})
 		defer u.Close()
 		msgs := make([]replica.Message, fanout)
 		for i := range msgs {
@@ -254,14 +238,7 @@ func BenchmarkFanout(b *testing.B) {
 	})
 
 	b.Run(fmt.Sprintf("sendto-%d", fanout), func(b *testing.B) {
-		var c *net.UDPConn
-		if err := p.A.Do(func() (err error) {
-			c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.AAddr, 0)))
-			return err
-		}); err != nil {
-			b.Fatal(err)
-		}
-		defer c.Close()
+		c := listenUDP(b, p.A, p.AAddr)
 		for b.Loop() {
 			for _, d := range dests {
 				if _, err := c.WriteToUDPAddrPort(frame, d); err != nil {

@@ -1,5 +1,8 @@
 package replica
 
+// Fuzz targets of the frame codec, the DATA payload checks and the
+// sequencer.
+
 import (
 	"bytes"
 	"encoding/binary"
@@ -275,40 +278,4 @@ func FuzzSequencer(f *testing.F) {
 			t.Fatalf("next %d after the catch-up to %d, %d held", s.next, top, len(s.held))
 		}
 	})
-}
-
-// ftBlobRecord appends a blob record: a slot payload of shape s whose
-// descriptor announces n blob bytes (announce), then the blob bytes
-// actually present (n).
-func ftBlobRecord(b []byte, s Shape, seq uint64, announce uint32, n int) []byte {
-	slot := make([]byte, s.Payload)
-	binary.LittleEndian.PutUint64(slot, seq)
-	shm.Descriptor{Offset: seq << 6, Len: announce}.Encode(slot)
-	b = append(b, slot...)
-	for i := range n {
-		b = append(b, byte(seq)+byte(i))
-	}
-	return b
-}
-
-// A zero-size slot payload (element_size 8) is a valid geometry; its DATA
-// frames carry count records of 0 bytes each.
-func TestRecordsZeroPayload(t *testing.T) {
-	g := Geometry{Capacity: 64, ElementSize: 8, SlotsOffset: 128}
-	if err := g.Validate(); err != nil {
-		t.Skipf("element_size 8 refused: %v", err)
-	}
-	s := ShapeOf(g)
-	h := Header{Kind: KindData, Count: 4, Seq: 10}
-	if err := s.CheckData(h, nil); err != nil {
-		t.Fatalf("CheckData: %v", err)
-	}
-	it := s.NewRecords(h, nil)
-	n := 0
-	for _, _, _, ok := it.Next(); ok && n < 10; _, _, _, ok = it.Next() {
-		n++
-	}
-	if n != 4 {
-		t.Errorf("Records yields %d records of a 4-record frame", n)
-	}
 }

@@ -1,10 +1,11 @@
 package replica_test
 
+// The test harness shared by the tests and benchmarks of this package: a
+// source (a ring written by the test and served from a namespace) and a
+// mirror of it running in another namespace.
+
 import (
-	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"net/netip"
 	"path/filepath"
 	"testing"
@@ -17,39 +18,83 @@ import (
 	"github.com/ringfire/ringfire/shm"
 )
 
+// recordSize is the size of the synthetic records: 56 bytes in 64-byte
+// slots.
+const recordSize = 56
+
 // source is a ring written by the test and served from a namespace.
 type source struct {
-	t    *testing.T
-	ns   *netns.NS
-	addr netip.Addr // the namespace's address
-	path string
-	w    *shm.Writer
-	rec  []byte
-	srv  *replica.Server
-	stop context.CancelFunc
-	done chan error
+	tb      testing.TB
+	ns      *netns.NS
+	addr    netip.Addr // the namespace's address
+	path    string
+	w       *shm.Writer
+	rec     []byte
+	publish func(seq uint64) error // writes record seq, the next one
+	srv     *replica.Server
+	stop    context.CancelFunc
+	done    chan error
 }
 
-// newSource creates a fixed ring of 56-byte synthetic records (64-byte
-// slots) in dir, served from ns with cfg (Ring and Bind are filled in).
+// pairSource makes a pair of namespaces (skipping the test without root)
+// and a source of the given capacity in p.A.
+func pairSource(t *testing.T, capacity uint64) (*netns.Pair, *source) {
+	t.Helper()
+	netns.Require(t)
+	p := netns.NewPair(t)
+	return p, newSource(t, p.A, p.AAddr, capacity)
+}
+
+// lanSource makes a LAN of n namespaces (skipping the test without root)
+// and a source of the given capacity on its first host.
+func lanSource(t *testing.T, n int, capacity uint64) (*netns.LAN, *source) {
+	t.Helper()
+	netns.Require(t)
+	lan := netns.NewLAN(t, n)
+	return lan, newSource(t, lan.Hosts[0], lan.Addrs[0], capacity)
+}
+
+// eachMode runs test as a subtest for each mode (skipping without root).
+func eachMode(t *testing.T, modes []string, test func(t *testing.T, mode string)) {
+	t.Helper()
+	netns.Require(t)
+	for _, mode := range modes {
+		t.Run(mode, func(t *testing.T) { test(t, mode) })
+	}
+}
+
+// newSource creates a fixed ring of synthetic records in a temporary
+// directory, to be served from ns.
 func newSource(t *testing.T, ns *netns.NS, addr netip.Addr, capacity uint64) *source {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "source")
-	w, err := shm.Create(path, shm.RingConfig{PayloadSize: 56, Capacity: capacity}, shm.CreateOptions{})
+	return newSourceAt(t, ns, addr, capacity, filepath.Join(t.TempDir(), "source"))
+}
+
+// newSourceAt is newSource with the ring at path.
+func newSourceAt(tb testing.TB, ns *netns.NS, addr netip.Addr, capacity uint64, path string) *source {
+	tb.Helper()
+	w, err := shm.Create(path, shm.RingConfig{PayloadSize: recordSize, Capacity: capacity}, shm.CreateOptions{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	s := &source{t: t, ns: ns, addr: addr, path: path, w: w, rec: make([]byte, 56)}
-	t.Cleanup(func() { s.close(); w.Close() })
+	s := &source{tb: tb, ns: ns, addr: addr, path: path, w: w, rec: make([]byte, recordSize)}
+	s.publish = s.pushSynth
+	tb.Cleanup(func() { s.close(); w.Close() })
 	return s
 }
 
-// push writes records next..next+n-1 of the synthetic stream.
+// pushSynth writes synthetic record seq stamped with the time.
+func (s *source) pushSynth(seq uint64) error {
+	synth.Fill(s.rec, seq, uint64(time.Now().UnixNano()))
+	_, err := s.w.Push(s.rec)
+	return err
+}
+
+// push writes records next..next+n-1 without pause.
 func (s *source) push(n int) {
 	for range n {
-		synth.Fill(s.rec, s.w.Next(), uint64(time.Now().UnixNano()))
-		if _, err := s.w.Push(s.rec); err != nil {
-			s.t.Fatal(err)
+		if err := s.publish(s.w.Next()); err != nil {
+			s.tb.Fatal(err)
 		}
 	}
 }
@@ -64,9 +109,10 @@ func (s *source) pushPaced(n, burst int, pause time.Duration) {
 	}
 }
 
-// serve starts a server in the source namespace.
+// serve starts a server in the source namespace (Ring is filled in, and
+// Bind and Iface unless set).
 func (s *source) serve(cfg replica.ServerConfig) *replica.Server {
-	s.t.Helper()
+	s.tb.Helper()
 	cfg.Ring = s.path
 	if cfg.Bind == "" {
 		cfg.Bind = netip.AddrPortFrom(s.addr, 0).String()
@@ -76,7 +122,7 @@ func (s *source) serve(cfg replica.ServerConfig) *replica.Server {
 	}
 	var srv *replica.Server
 	if err := s.ns.Do(func() (err error) { srv, err = replica.NewServer(cfg); return err }); err != nil {
-		s.t.Fatal(err)
+		s.tb.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.srv, s.stop, s.done = srv, cancel, make(chan error, 1)
@@ -92,14 +138,14 @@ func (s *source) close() {
 	s.stop()
 	s.srv.Close()
 	if err := <-s.done; err != nil {
-		s.t.Errorf("serve: %v", err)
+		s.tb.Errorf("serve: %v", err)
 	}
 	s.srv = nil
 }
 
-// mirror is a mirror running in a namespace.
+// mirror is a running mirror of a source.
 type mirror struct {
-	t      *testing.T
+	tb     testing.TB
 	m      *replica.Mirror
 	path   string
 	faults *faulty.Transport
@@ -115,31 +161,40 @@ func startMirror(t *testing.T, ns *netns.NS, iface netip.Addr, src *source, cfg 
 	if cfg.Ring == "" {
 		cfg.Ring = filepath.Join(t.TempDir(), "mirror")
 	}
-	cfg.Source = src.srv.Addr().String()
-	cfg.Iface = iface
 	if cfg.Reconnect == 0 {
 		cfg.Reconnect = 50 * time.Millisecond
 	}
-	mr := &mirror{t: t, path: cfg.Ring}
+	mr := &mirror{tb: t, path: cfg.Ring}
 	if faults != nil {
-		cfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
-			tr, err := replica.NewMirrorUDP(s)
-			if err != nil {
-				return nil, err
-			}
+		cfg.NewTransport = wrapMirrorUDP(func(tr replica.Transport) replica.Transport {
 			mr.faults = faulty.Wrap(tr, *faults)
-			return mr.faults, nil
-		}
+			return mr.faults
+		})
 	}
+	mr.launch(newMirrorOf(t, src, iface, cfg), ns.Go)
+	return mr
+}
+
+// newMirrorOf makes a mirror of src on local interface iface from cfg
+// (Source and Iface filled in).
+func newMirrorOf(tb testing.TB, src *source, iface netip.Addr, cfg replica.MirrorConfig) *replica.Mirror {
+	tb.Helper()
+	cfg.Source = src.srv.Addr().String()
+	cfg.Iface = iface
 	m, err := replica.NewMirror(cfg)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
+	return m
+}
+
+// launch runs m with goFn, which returns a channel closed when the run
+// ends; the test's cleanup stops it.
+func (mr *mirror) launch(m *replica.Mirror, goFn func(func()) <-chan struct{}) {
 	ctx, cancel := context.WithCancel(context.Background())
 	mr.m, mr.stop = m, cancel
-	mr.done = ns.Go(func() { mr.err = m.Run(ctx) })
-	t.Cleanup(mr.close)
-	return mr
+	mr.done = goFn(func() { mr.err = m.Run(ctx) })
+	mr.tb.Cleanup(mr.close)
 }
 
 func (mr *mirror) close() {
@@ -150,100 +205,94 @@ func (mr *mirror) close() {
 	select {
 	case <-mr.done:
 	case <-time.After(10 * time.Second):
-		mr.t.Errorf("mirror did not stop")
+		mr.tb.Errorf("mirror did not stop")
 	}
 	mr.m.Close()
 	mr.stop = nil
 	if mr.err != nil {
-		mr.t.Errorf("mirror: %v", mr.err)
+		mr.tb.Errorf("mirror: %v", mr.err)
 	}
 }
 
 // waitFor waits until the mirror has written every record up to seq.
 func (mr *mirror) waitFor(seq uint64, timeout time.Duration) replica.MirrorStats {
-	mr.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	mr.tb.Helper()
+	var st replica.MirrorStats
+	if !poll(timeout, 2*time.Millisecond, func() bool { st = mr.m.Stats(); return st.Next > seq }) {
+		mr.tb.Fatalf("mirror stuck at %d waiting for %d: %+v", st.Next, seq, st)
+	}
+	return st
+}
+
+// waitStats polls the mirror's stats until ok holds, failing after timeout.
+func (mr *mirror) waitStats(what string, timeout time.Duration, ok func(replica.MirrorStats) bool) replica.MirrorStats {
+	mr.tb.Helper()
+	var st replica.MirrorStats
+	if !poll(timeout, 2*time.Millisecond, func() bool { st = mr.m.Stats(); return ok(st) }) {
+		mr.tb.Fatalf("%s: not reached after %v: %+v", what, timeout, st)
+	}
+	return st
+}
+
+// connected waits for the mirror's first completed handshake.
+func (mr *mirror) connected() replica.MirrorStats {
+	mr.tb.Helper()
+	return mr.waitStats("first connection", 10*time.Second, func(st replica.MirrorStats) bool { return st.Connects > 0 })
+}
+
+// waitDatagrams waits until every mirror receives datagrams (a unicast
+// mirror has punched, a multicast mirror has joined the group).
+func waitDatagrams(t *testing.T, mrs ...*mirror) {
+	t.Helper()
+	for _, mr := range mrs {
+		waitUntil(t, 10*time.Second, "datagrams at the mirror", func() bool { return mr.m.Stats().Datagrams > 0 })
+	}
+}
+
+// finish takes the server's stats, stops the mirror and returns both,
+// logged.
+func finish(t *testing.T, srv *replica.Server, mr *mirror) (replica.ServerStats, replica.MirrorStats) {
+	t.Helper()
+	sst := srv.Stats()
+	mr.close()
+	st := mr.m.Stats()
+	t.Logf("server %+v", sst)
+	t.Logf("mirror %+v", st)
+	return sst, st
+}
+
+// finishAll waits until every mirror has written up to last, takes the
+// server's stats and stops the mirrors; each must then hold the source's
+// records 1..last, taken over transport on one connection.
+func finishAll(t *testing.T, src *source, mrs []*mirror, last uint64, transport string) replica.ServerStats {
+	t.Helper()
+	for _, mr := range mrs {
+		mr.waitFor(last, 10*time.Second)
+	}
+	sst := src.srv.Stats()
+	t.Logf("server %+v", sst)
+	for i, mr := range mrs {
+		mr.close()
 		st := mr.m.Stats()
-		if st.Next > seq {
-			return st
-		}
-		if time.Now().After(deadline) {
-			mr.t.Fatalf("mirror stuck at %d waiting for %d: %+v", st.Next, seq, st)
-		}
-		time.Sleep(2 * time.Millisecond)
+		t.Logf("mirror %d %+v", i+1, st)
+		sameSlots(t, src.path, mr.path, 1)
+		wantAll(t, st, last, transport)
+		oneConnection(t, st)
 	}
+	return sst
 }
 
-// readAll reads every record the ring at path retains, in order, checking
-// each synthetic record's checksum and sequence.
-func readAll(t *testing.T, path string) (seqs []uint64, lapped uint64) {
+// serveMirrored serves src from p.A with the settings of mode (adjusted by
+// tweaks) and starts a mirror of it from `from` in p.B.
+func serveMirrored(t *testing.T, p *netns.Pair, src *source, mode string, from replica.From, faults *faulty.Faults, tweaks ...func(*replica.ServerConfig)) (*replica.Server, *mirror) {
 	t.Helper()
-	rd, err := shm.OpenReader(path, shm.ReadOptions{Start: shm.StartOldest, NoRegister: true})
-	if err != nil {
-		t.Fatal(err)
+	scfg, mcfg := transportConfigs(mode)
+	for _, tweak := range tweaks {
+		if tweak != nil {
+			tweak(&scfg)
+		}
 	}
-	defer rd.Close()
-	buf := make([]byte, rd.Ring().Layout().PayloadSize())
-	for {
-		seq, ok := rd.TryRecv(buf)
-		if !ok {
-			return seqs, rd.Lapped()
-		}
-		got, _, err := synth.Check(buf)
-		if err != nil || got != seq {
-			t.Fatalf("record %d: carries %d, %v", seq, got, err)
-		}
-		if len(seqs) > 0 && seq <= seqs[len(seqs)-1] {
-			t.Fatalf("record %d after %d", seq, seqs[len(seqs)-1])
-		}
-		seqs = append(seqs, seq)
-	}
+	srv := src.serve(scfg)
+	mcfg.From = from
+	return srv, startMirror(t, p.B, p.BAddr, src, mcfg, faults)
 }
-
-// sameSlots checks that the mirror ring holds, for every sequence from
-// `from` to the source's write_seq, exactly the source's slot bytes.
-func sameSlots(t *testing.T, src, dst string, from uint64) {
-	t.Helper()
-	a, err := shm.Open(src, shm.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := shm.Open(dst, shm.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	if err := sameGeometry(a.Layout(), b.Layout()); err != nil {
-		t.Fatal(err)
-	}
-	w := a.WriteSeq()
-	if b.WriteSeq() != w {
-		t.Fatalf("mirror write_seq %d, source %d", b.WriteSeq(), w)
-	}
-	pa := make([]byte, a.Layout().PayloadSize())
-	pb := make([]byte, len(pa))
-	for seq := max(from, a.Oldest()); seq <= w; seq++ {
-		sa, _ := a.ReadSlot(seq, pa)
-		sb, _ := b.ReadSlot(seq, pb)
-		if sa != shm.SlotReady || sb != shm.SlotReady || !bytes.Equal(pa, pb) {
-			t.Fatalf("record %d: source %v, mirror %v, equal %v", seq, sa, sb, bytes.Equal(pa, pb))
-		}
-	}
-}
-
-// sameGeometry compares the layouts a mirror must share with its source.
-func sameGeometry(src, dst shm.Layout) error {
-	want := dst
-	want.Flags = src.Flags
-	if want != src {
-		return fmt.Errorf("mirror layout %+v, source %+v", dst, src)
-	}
-	if dst.Flags&(shm.FlagSparse|shm.FlagLatestWins|shm.FlagSPMC) != shm.FlagSparse|shm.FlagLatestWins|shm.FlagSPMC {
-		return errors.New("mirror ring is not SPMC | LATEST_WINS | SPARSE")
-	}
-	return nil
-}
-
-func mcastGroup() netip.AddrPort { return netip.MustParseAddrPort("239.255.0.1:7401") }

@@ -1,11 +1,12 @@
 package replica_test
 
+// A server notices that the ring it serves was replaced.
+
 import (
 	"errors"
 	"testing"
 	"time"
 
-	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -13,13 +14,11 @@ import (
 // A producer that restarts makes a new ring at the same path: Serve notices
 // and returns ErrRingReplaced (the CLI then serves the new ring).
 func TestServeNoticesReplacedRing(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	src := newSource(t, p.A, p.AAddr, 1024)
+	_, src := pairSource(t, 1024)
 	src.push(100)
 	src.serve(replica.ServerConfig{})
 	src.w.Close()
-	w2, err := shm.Create(src.path, shm.RingConfig{PayloadSize: 56, Capacity: 1024}, shm.CreateOptions{})
+	w2, err := shm.Create(src.path, shm.RingConfig{PayloadSize: recordSize, Capacity: 1024}, shm.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

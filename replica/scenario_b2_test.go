@@ -1,9 +1,11 @@
 package replica_test
 
+// Scenario tests (part B2): load — catching up under a producer at full
+// speed, sixteen unicast mirrors, a NAK for a large hole.
+
 import (
 	"bytes"
 	"encoding/binary"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,10 +18,10 @@ import (
 	"github.com/ringfire/ringfire/shm"
 )
 
-// sbFlood pushes synthetic records into w without pause until stop is
+// flood pushes synthetic records into w without pause until stop is
 // closed, d has passed or record last is written, and returns how many it
 // pushed.
-func sbFlood(w *shm.Writer, stop <-chan struct{}, d time.Duration, last uint64) (int, error) {
+func flood(w *shm.Writer, stop <-chan struct{}, d time.Duration, last uint64) (int, error) {
 	rec := make([]byte, w.Ring().Layout().PayloadSize())
 	deadline := time.Now().Add(d)
 	for i := 0; ; i++ {
@@ -46,72 +48,35 @@ func sbFlood(w *shm.Writer, stop <-chan struct{}, d time.Duration, last uint64) 
 	}
 }
 
-// sbShmDir is a temporary directory in /dev/shm (t.TempDir when there is
-// none), removed by t.Cleanup.
-func sbShmDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("/dev/shm", "ringfire-test-")
-	if err != nil {
-		return t.TempDir()
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
-// sbNewSourceAt is newSource with the ring at path.
-func sbNewSourceAt(t *testing.T, ns *netns.NS, addr netip.Addr, capacity uint64, path string) *source {
-	t.Helper()
-	w, err := shm.Create(path, shm.RingConfig{PayloadSize: 56, Capacity: capacity}, shm.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &source{t: t, ns: ns, addr: addr, path: path, w: w, rec: make([]byte, 56)}
-	t.Cleanup(func() { s.close(); w.Close() })
-	return s
-}
-
-// sbSameRing is sameSlots for big rings: it checks the geometry and
+// sameRing is sameSlots for big rings: it checks the geometry and
 // write_seq, then compares the whole slot region of the two files, sequence
 // words included. Every slot holds a record the source retains (the ring
 // is full) or is empty in both (it is not), so they must be equal.
-func sbSameRing(t *testing.T, src, dst string) {
+func sameRing(t *testing.T, src, dst string) {
 	t.Helper()
-	a, err := shm.Open(src, shm.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := shm.Open(dst, shm.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	l := a.Layout()
-	if err := sameGeometry(l, b.Layout()); err != nil {
-		t.Fatal(err)
-	}
-	if a.WriteSeq() != b.WriteSeq() {
-		t.Fatalf("mirror write_seq %d, source %d", b.WriteSeq(), a.WriteSeq())
-	}
-	fa, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fb, err := os.ReadFile(dst)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stride, end := uint64(l.ElementSize), l.SlotsOffset+l.Capacity*uint64(l.ElementSize)
-	if bytes.Equal(fa[l.SlotsOffset:end], fb[l.SlotsOffset:end]) {
-		return
-	}
-	for i := range l.Capacity {
-		o := l.SlotsOffset + i*stride
-		if !bytes.Equal(fa[o:o+stride], fb[o:o+stride]) {
-			t.Fatalf("slot %d: source holds %d, mirror %d, payloads differ", i,
-				binary.LittleEndian.Uint64(fa[o:]), binary.LittleEndian.Uint64(fb[o:]))
+	openMirrored(t, src, dst, func(a, _ *shm.Ring, _ uint64) {
+		t.Helper()
+		l := a.Layout()
+		fa, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
+		fb, err := os.ReadFile(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stride, end := uint64(l.ElementSize), l.SlotsOffset+l.Capacity*uint64(l.ElementSize)
+		if bytes.Equal(fa[l.SlotsOffset:end], fb[l.SlotsOffset:end]) {
+			return
+		}
+		for i := range l.Capacity {
+			o := l.SlotsOffset + i*stride
+			if !bytes.Equal(fa[o:o+stride], fb[o:o+stride]) {
+				t.Fatalf("slot %d: source holds %d, mirror %d, payloads differ", i,
+					binary.LittleEndian.Uint64(fa[o:]), binary.LittleEndian.Uint64(fb[o:]))
+			}
+		}
+	})
 }
 
 // TestCatchUpUnderFullSpeed: a mirror that joins from the oldest record
@@ -120,101 +85,80 @@ func sbSameRing(t *testing.T, src, dst string) {
 // byte-identical. The flood stops before the ring laps, so every record is
 // retained at the source and a gap would be a bug.
 func TestCatchUpUnderFullSpeed(t *testing.T) {
-	netns.Require(t)
-	for _, mode := range []string{"multicast", "tcp"} {
-		t.Run(mode, func(t *testing.T) {
-			p := netns.NewPair(t)
-			const capacity = 1 << 20
-			dir := sbShmDir(t) // 64 MiB rings: keep them off the disk
-			src := sbNewSourceAt(t, p.A, p.AAddr, capacity, filepath.Join(dir, "source"))
-			src.push(20000)
-			scfg, mcfg := sbConfigs(mode)
-			src.serve(scfg)
-			type result struct {
-				n   int
-				err error
+	eachMode(t, []string{"multicast", "tcp"}, func(t *testing.T, mode string) {
+		p := netns.NewPair(t)
+		const capacity = 1 << 20
+		dir := shmDir(t) // 64 MiB rings: keep them off the disk
+		src := newSourceAt(t, p.A, p.AAddr, capacity, filepath.Join(dir, "source"))
+		src.push(20000)
+		scfg, mcfg := transportConfigs(mode)
+		src.serve(scfg)
+		type result struct {
+			n   int
+			err error
+		}
+		stop, done := make(chan struct{}), make(chan result, 1)
+		go func() {
+			n, err := flood(src.w, stop, 2*time.Second, capacity) // never laps
+			done <- result{n, err}
+		}()
+		var res result
+		received := false
+		defer func() {
+			close(stop)
+			if !received {
+				<-done
 			}
-			stop, done := make(chan struct{}), make(chan result, 1)
-			go func() {
-				n, err := sbFlood(src.w, stop, 2*time.Second, capacity) // never laps
-				done <- result{n, err}
-			}()
-			var res result
-			received := false
-			defer func() {
-				close(stop)
-				if !received {
-					<-done
-				}
-			}()
-			time.Sleep(700 * time.Millisecond) // join with a backlog, mid-flood
-			mcfg.From = replica.From{Mode: replica.FromOldest}
-			mcfg.Ring = filepath.Join(dir, "mirror")
-			joined := src.w.Ring().WriteSeq()
-			mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
-			res, received = <-done, true
-			if res.err != nil {
-				t.Fatal(res.err)
-			}
-			last := src.w.Ring().WriteSeq()
-			mid := mr.m.Stats()
-			start := time.Now()
-			mr.waitFor(last, 15*time.Second)
-			sst := src.srv.Stats()
-			t.Logf("producer pushed %d records in 2 s (mirror joined after 0.7 s); mirror at %d when it stopped, caught up %v later", res.n, mid.Next, time.Since(start))
-			t.Logf("server %+v", sst)
-			mr.close()
-			st := mr.m.Stats()
-			t.Logf("mirror %+v", st)
-			if st.Connects != 1 || st.Resets != 1 {
-				t.Fatalf("mirror connected %d times and started %d rings, want 1 and 1", st.Connects, st.Resets)
-			}
-			// The mirror started at record 1: every record since is written or a gap.
-			if st.Records+st.Gaps != last || st.Next != last+1 {
-				t.Fatalf("mirror wrote %d and skipped %d records, want %d in all", st.Records, st.Gaps, last)
-			}
-			if last <= capacity && st.Gaps != 0 {
-				t.Fatalf("%d gaps although the ring of %d never lapped (%d records)", st.Gaps, uint64(capacity), last)
-			}
-			sbSameRing(t, src.path, mr.path)
-			// Over multicast, TCP carries the history the datagram stream
-			// sent before the mirror joined (and NAK answers), not the flood
-			// that followed: the catch-up ends once it meets the datagrams,
-			// whether or not the producer ever pauses.
-			if history := sst.TCPRecord - sst.Retransmitted; mode == "multicast" && history > joined+50_000 {
-				t.Fatalf("TCP catch-up sent %d records; the mirror joined at %d of %d: it chased the producer instead of handing over to multicast (mirror stale TCP frames %d, datagrams dropped %d)",
-					history, joined, last, st.Stale, st.Overflow)
-			}
-		})
-	}
+		}()
+		time.Sleep(700 * time.Millisecond) // join with a backlog, mid-flood
+		mcfg.From = fromOldest
+		mcfg.Ring = filepath.Join(dir, "mirror")
+		joined := src.w.Ring().WriteSeq()
+		mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+		res, received = <-done, true
+		if res.err != nil {
+			t.Fatal(res.err)
+		}
+		last := src.w.Ring().WriteSeq()
+		mid := mr.m.Stats()
+		start := time.Now()
+		mr.waitFor(last, 15*time.Second)
+		t.Logf("producer pushed %d records in 2 s (mirror joined after 0.7 s); mirror at %d when it stopped, caught up %v later", res.n, mid.Next, time.Since(start))
+		sst, st := finish(t, src.srv, mr)
+		if st.Connects != 1 || st.Resets != 1 {
+			t.Fatalf("mirror connected %d times and started %d rings, want 1 and 1", st.Connects, st.Resets)
+		}
+		// The mirror started at record 1: every record since is written or a gap.
+		if st.Records+st.Gaps != last || st.Next != last+1 {
+			t.Fatalf("mirror wrote %d and skipped %d records, want %d in all", st.Records, st.Gaps, last)
+		}
+		if last <= capacity && st.Gaps != 0 {
+			t.Fatalf("%d gaps although the ring of %d never lapped (%d records)", st.Gaps, uint64(capacity), last)
+		}
+		sameRing(t, src.path, mr.path)
+		// Over multicast, TCP carries the history the datagram stream
+		// sent before the mirror joined (and NAK answers), not the flood
+		// that followed: the catch-up ends once it meets the datagrams,
+		// whether or not the producer ever pauses.
+		if history := sst.TCPRecord - sst.Retransmitted; mode == "multicast" && history > joined+50_000 {
+			t.Fatalf("TCP catch-up sent %d records; the mirror joined at %d of %d: it chased the producer instead of handing over to multicast (mirror stale TCP frames %d, datagrams dropped %d)",
+				history, joined, last, st.Stale, st.Overflow)
+		}
+	})
 }
 
 func TestSixteenUnicastMirrors(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	src := newSource(t, p.A, p.AAddr, 8192)
+	p, src := pairSource(t, 8192)
 	src.push(1000)
 	src.serve(replica.ServerConfig{UDPPort: 7403})
 	var mrs []*mirror
 	for range 16 {
-		mrs = append(mrs, startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{Unicast: true, From: replica.From{Mode: replica.FromOldest}}, nil))
+		mrs = append(mrs, startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{Unicast: true, From: fromOldest}, nil))
 	}
-	sbWaitDatagrams(t, mrs...) // all 16 punched: every frame goes to all
+	waitDatagrams(t, mrs...) // all 16 punched: every frame goes to all
 	src.pushPaced(4000, 50, 200*time.Microsecond)
 	const last = 5000
-	for _, mr := range mrs {
-		mr.waitFor(last, 10*time.Second)
-	}
-	sst := src.srv.Stats()
-	t.Logf("server %+v", sst)
-	for i, mr := range mrs {
-		mr.close()
-		st := mr.m.Stats()
-		sameSlots(t, src.path, mr.path, 1)
-		if st.Records != last || st.Gaps != 0 || st.Connects != 1 || st.Transport != "udp unicast" {
-			t.Fatalf("mirror %d stats %+v", i, st)
-		}
-	}
+	sst := finishAll(t, src, mrs, last, "udp unicast")
 	if sst.Mirrors != 16 || sst.Frames == 0 || sst.Records < 4000*9/10 {
 		t.Fatalf("the live stream did not go by UDP to 16 mirrors: %+v", sst)
 	}
@@ -233,23 +177,18 @@ func TestSixteenUnicastMirrors(t *testing.T) {
 // being filled, so the NAK must not be repeated over and over, each repeat
 // making the source send the rest of the hole again.
 func TestLargeNakAnsweredOnce(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	src := newSource(t, p.A, p.AAddr, 1<<17)
+	p, src := pairSource(t, 1<<17)
 	src.serve(replica.ServerConfig{Multicast: mcastGroup()})
 	const lo, hi, last = 1001, 61000, 70000
 	drop := func(k replica.Kind, seq, _ uint64) bool { return k == replica.KindData && seq >= lo && seq <= hi }
-	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{From: replica.From{Mode: replica.FromOldest}}, &faulty.Faults{Drop: drop})
-	sbWaitDatagrams(t, mr)
+	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{From: fromOldest}, &faulty.Faults{Drop: drop})
+	waitDatagrams(t, mr)
 	src.push(last)
 	mr.waitFor(last, 15*time.Second)
-	sst := src.srv.Stats()
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("server %+v", sst)
-	t.Logf("mirror %+v", st)
+	sst, st := finish(t, src.srv, mr)
 	sameSlots(t, src.path, mr.path, 1)
-	if st.Records != last || st.Gaps != 0 || st.Retransmitted < (hi-lo)*9/10 {
+	wantAll(t, st, last, "")
+	if st.Retransmitted < (hi-lo)*9/10 {
 		t.Fatalf("mirror stats %+v", st)
 	}
 	if sst.Retransmitted > (hi-lo+1)*3/2 {

@@ -1,104 +1,42 @@
 package replica_test
 
+// Scenario tests (part B): unicast duplicates, hubs serving a mirror ring
+// again, a multicast LAN, and NAKs of records the source overwrote.
+
 import (
-	"bufio"
-	"errors"
-	"fmt"
-	"io"
-	"net"
 	"net/netip"
 	"path/filepath"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
 
-// sbConfigs returns the server and mirror settings of a transport mode.
-func sbConfigs(mode string) (replica.ServerConfig, replica.MirrorConfig) {
-	switch mode {
-	case "multicast":
-		return replica.ServerConfig{Multicast: mcastGroup()}, replica.MirrorConfig{}
-	case "unicast":
-		return replica.ServerConfig{UDPPort: 7403}, replica.MirrorConfig{Unicast: true}
-	}
-	return replica.ServerConfig{}, replica.MirrorConfig{TCPOnly: true}
-}
-
-// sbWaitUntil polls cond every 2 ms until it holds or timeout passes.
-func sbWaitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
-// sbWaitDatagrams waits until every mirror receives datagrams (a unicast
-// mirror has punched, a multicast mirror has joined the group).
-func sbWaitDatagrams(t *testing.T, mrs ...*mirror) {
-	t.Helper()
-	for _, mr := range mrs {
-		sbWaitUntil(t, 10*time.Second, "datagrams at the mirror", func() bool { return mr.m.Stats().Datagrams > 0 })
-	}
-}
-
-// sbServeMirror serves a mirror's ring again from ns (a hub). The mirror
+// serveMirror serves a mirror's ring again from ns (a hub). The mirror
 // ring must exist (the mirror has connected).
-func sbServeMirror(t *testing.T, ns *netns.NS, addr netip.Addr, mr *mirror, cfg replica.ServerConfig) *source {
+func serveMirror(t *testing.T, ns *netns.NS, addr netip.Addr, mr *mirror, cfg replica.ServerConfig) *source {
 	t.Helper()
-	hub := &source{t: t, ns: ns, addr: addr, path: mr.path}
+	hub := &source{tb: t, ns: ns, addr: addr, path: mr.path}
 	hub.serve(cfg)
 	t.Cleanup(hub.close)
 	return hub
 }
 
-// sbExpectSeqs checks that the ring at path holds exactly first..last, in
-// order, every record whole, and that a reader from the oldest skips
-// `skipped` records (holes of a sparse ring) before first.
-func sbExpectSeqs(t *testing.T, path string, first, last, skipped uint64) {
-	t.Helper()
-	seqs, lapped := readAll(t, path)
-	if uint64(len(seqs)) != last-first+1 || seqs[0] != first || seqs[len(seqs)-1] != last {
-		t.Fatalf("ring holds %d records %v..%v, want %d..%d", len(seqs), seqs[:min(1, len(seqs))], seqs[max(0, len(seqs)-1):], first, last)
-	}
-	if lapped != skipped {
-		t.Fatalf("a reader from the oldest skipped %d records, want %d", lapped, skipped)
-	}
-}
-
 func TestUnicastDuplicatesDropped(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	src := newSource(t, p.A, p.AAddr, 8192)
+	p, src := pairSource(t, 8192)
 	src.serve(replica.ServerConfig{UDPPort: 7403, Dup: 2})
-	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{Unicast: true, From: replica.From{Mode: replica.FromOldest}}, nil)
-	sbWaitDatagrams(t, mr)
+	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{Unicast: true, From: fromOldest}, nil)
+	waitDatagrams(t, mr)
 	const n = 5000
 	src.pushPaced(n, 50, 200*time.Microsecond)
 	mr.waitFor(n, 10*time.Second)
 	// The second copy of the last frames may still be on its way.
-	want := func() bool { return mr.m.Stats().Duplicates >= src.srv.Stats().Frames }
-	deadline := time.Now().Add(time.Second)
-	for !want() && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	sst := src.srv.Stats()
-	mr.close()
-	st := mr.m.Stats()
+	poll(time.Second, 5*time.Millisecond, func() bool { return mr.m.Stats().Duplicates >= src.srv.Stats().Frames })
+	sst, st := finish(t, src.srv, mr)
 	sameSlots(t, src.path, mr.path, 1)
-	t.Logf("server %+v", sst)
-	t.Logf("mirror %+v", st)
-	if st.Records != n || st.Gaps != 0 || st.Transport != "udp unicast" {
-		t.Fatalf("mirror stats %+v", st)
-	}
+	wantAll(t, st, n, "udp unicast")
 	if sst.Frames == 0 || sst.Records < n*9/10 {
 		t.Fatalf("the live stream did not go by UDP: %+v", sst)
 	}
@@ -117,14 +55,12 @@ func TestUnicastDuplicatesDropped(t *testing.T) {
 
 func TestHubServesMirrorAgain(t *testing.T) {
 	netns.Require(t)
-	oldest := replica.From{Mode: replica.FromOldest}
 	for _, tc := range []struct {
 		name string
 		hub  replica.From
-	}{{"oldest", oldest}, {"late", replica.From{Mode: replica.FromLatest}}} {
+	}{{"oldest", fromOldest}, {"late", replica.From{Mode: replica.FromLatest}}} {
 		t.Run(tc.name, func(t *testing.T) {
-			lan := netns.NewLAN(t, 3)
-			src := newSource(t, lan.Hosts[0], lan.Addrs[0], 8192)
+			lan, src := lanSource(t, 3, 8192)
 			src.push(1000)
 			src.serve(replica.ServerConfig{UDPPort: 7403})
 			hubM := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{Unicast: true, From: tc.hub}, nil)
@@ -133,10 +69,10 @@ func TestHubServesMirrorAgain(t *testing.T) {
 			if tc.hub.Mode == replica.FromLatest {
 				hubFirst = 1000
 			}
-			hub := sbServeMirror(t, lan.Hosts[1], lan.Addrs[1], hubM, replica.ServerConfig{UDPPort: 7404})
-			leaf := startMirror(t, lan.Hosts[2], lan.Addrs[2], hub, replica.MirrorConfig{Unicast: true, From: oldest}, nil)
+			hub := serveMirror(t, lan.Hosts[1], lan.Addrs[1], hubM, replica.ServerConfig{UDPPort: 7404})
+			leaf := startMirror(t, lan.Hosts[2], lan.Addrs[2], hub, replica.MirrorConfig{Unicast: true, From: fromOldest}, nil)
 			src.pushPaced(2000, 40, 200*time.Microsecond)
-			sbWaitDatagrams(t, leaf)
+			waitDatagrams(t, leaf)
 			src.pushPaced(2000, 40, 200*time.Microsecond)
 			const last = 5000
 			hst := hubM.waitFor(last, 10*time.Second)
@@ -151,7 +87,7 @@ func TestHubServesMirrorAgain(t *testing.T) {
 			t.Logf("leaf %+v", lst)
 			// The leaf holds the source's records under the source's numbers.
 			sameSlots(t, src.path, leaf.path, hubFirst)
-			sbExpectSeqs(t, leaf.path, hubFirst, last, hubFirst-1)
+			expectSeqs(t, leaf.path, hubFirst, last, hubFirst-1)
 			if lst.Gaps != hubFirst-1 || lst.Records != last-hubFirst+1 {
 				t.Fatalf("leaf wrote %d records and skipped %d, want %d and %d", lst.Records, lst.Gaps, last-hubFirst+1, hubFirst-1)
 			}
@@ -176,68 +112,23 @@ func TestHubServesMirrorAgain(t *testing.T) {
 	}
 }
 
-// sbLiveReader reads the ring at path from the oldest record until stop is
-// closed, checking that records are whole and in order, and storing the
-// last sequence read in progress; it reports how many it read and how many
-// it skipped.
-func sbLiveReader(path string, stop <-chan struct{}, progress *atomic.Uint64) <-chan error {
-	errc := make(chan error, 1)
-	go func() {
-		rd, err := shm.OpenReader(path, shm.ReadOptions{Start: shm.StartOldest, NoRegister: true})
-		if err != nil {
-			errc <- err
-			return
-		}
-		defer rd.Close()
-		buf := make([]byte, rd.Ring().Layout().PayloadSize())
-		var last, n uint64
-		for {
-			select {
-			case <-stop:
-				errc <- fmt.Errorf("read %d, skipped %d, last %d", n, rd.Lapped(), last)
-				return
-			default:
-			}
-			seq, err := rd.Recv(buf, 20*time.Millisecond)
-			if errors.Is(err, shm.ErrTimeout) {
-				continue
-			}
-			if err != nil {
-				errc <- err
-				return
-			}
-			if got, _, err := synth.Check(buf); err != nil || got != seq || seq <= last {
-				errc <- fmt.Errorf("record %d after %d carries %d: %v (disorder or damage)", seq, last, got, err)
-				return
-			}
-			last, n = seq, n+1
-			progress.Store(seq)
-		}
-	}()
-	return errc
-}
-
 // TestHubResumedHoleReachesLiveLeaf: a hub that is gone while the source
 // laps its ring resumes with a hole in its mirror ring; a leaf that is
 // live on UDP meanwhile gets that hole as a GAP, in order.
 func TestHubResumedHoleReachesLiveLeaf(t *testing.T) {
-	netns.Require(t)
-	lan := netns.NewLAN(t, 3)
-	src := newSource(t, lan.Hosts[0], lan.Addrs[0], 4096)
+	lan, src := lanSource(t, 3, 4096)
 	src.push(1000)
 	src.serve(replica.ServerConfig{UDPPort: 7403})
 	hubRing := filepath.Join(t.TempDir(), "hub")
-	hubCfg := replica.MirrorConfig{Ring: hubRing, Unicast: true, From: replica.From{Mode: replica.FromOldest}}
+	hubCfg := replica.MirrorConfig{Ring: hubRing, Unicast: true, From: fromOldest}
 	hubM := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, hubCfg, nil)
 	hubM.waitFor(1000, 10*time.Second)
-	hub := sbServeMirror(t, lan.Hosts[1], lan.Addrs[1], hubM, replica.ServerConfig{UDPPort: 7404})
-	leaf := startMirror(t, lan.Hosts[2], lan.Addrs[2], hub, replica.MirrorConfig{Unicast: true, From: replica.From{Mode: replica.FromOldest}}, nil)
-	sbWaitDatagrams(t, leaf)
+	hub := serveMirror(t, lan.Hosts[1], lan.Addrs[1], hubM, replica.ServerConfig{UDPPort: 7404})
+	leaf := startMirror(t, lan.Hosts[2], lan.Addrs[2], hub, replica.MirrorConfig{Unicast: true, From: fromOldest}, nil)
+	waitDatagrams(t, leaf)
 	src.pushPaced(1000, 40, 200*time.Microsecond)
 	leaf.waitFor(2000, 10*time.Second)
-	stop := make(chan struct{})
-	var progress atomic.Uint64
-	errc := sbLiveReader(leaf.path, stop, &progress)
+	reader := readLive(t, leaf.path)
 	hubM.close()
 	src.push(6000) // the source laps: 2001..3904 are gone when the hub is back
 	hubCfg.From = replica.From{Mode: replica.FromResume}
@@ -245,22 +136,17 @@ func TestHubResumedHoleReachesLiveLeaf(t *testing.T) {
 	// The hub comes back with 3905..8000, a whole ring: let the leaf and
 	// its reader take it before anything laps it.
 	leaf.waitFor(8000, 10*time.Second)
-	sbWaitUntil(t, 10*time.Second, "the leaf's reader", func() bool { return progress.Load() >= 8000 })
+	waitUntil(t, 10*time.Second, "the leaf's reader", func() bool { return reader.progress.Load() >= 8000 })
 	src.pushPaced(1000, 40, 200*time.Microsecond)
 	const last, hole = 9000, 3904 - 2000
 	hubM.waitFor(last, 10*time.Second)
 	leaf.waitFor(last, 10*time.Second)
 	time.Sleep(50 * time.Millisecond) // the reader takes the last records
-	close(stop)
-	rerr := <-errc
-	hsrv := hub.srv.Stats()
-	leaf.close()
-	lst := leaf.m.Stats()
-	t.Logf("hub server %+v", hsrv)
-	t.Logf("leaf %+v", lst)
-	t.Logf("leaf reader: %v", rerr)
-	if want := fmt.Sprintf("read %d, skipped %d, last %d", last-hole, hole, last); rerr.Error() != want {
-		t.Fatalf("leaf reader: %v, want %s", rerr, want)
+	read, skipped, lastRead := reader.stop(t)
+	hsrv, lst := finish(t, hub.srv, leaf)
+	t.Logf("leaf reader: read %d, skipped %d, last %d", read, skipped, lastRead)
+	if read != last-hole || skipped != hole || lastRead != last {
+		t.Fatalf("leaf reader: read %d, skipped %d, last %d, want %d, %d, %d", read, skipped, lastRead, last-hole, hole, last)
 	}
 	if lst.Gaps != hole || lst.Records != last-hole || lst.Connects != 1 || lst.Resets != 1 {
 		t.Fatalf("leaf wrote %d records and skipped %d, want %d and %d", lst.Records, lst.Gaps, last-hole, hole)
@@ -272,31 +158,16 @@ func TestHubResumedHoleReachesLiveLeaf(t *testing.T) {
 }
 
 func TestMulticastLAN(t *testing.T) {
-	netns.Require(t)
-	lan := netns.NewLAN(t, 4)
-	src := newSource(t, lan.Hosts[0], lan.Addrs[0], 8192)
+	lan, src := lanSource(t, 4, 8192)
 	src.push(1000)
 	src.serve(replica.ServerConfig{Multicast: mcastGroup()})
 	var mrs []*mirror
 	for i := 1; i < 4; i++ {
-		mrs = append(mrs, startMirror(t, lan.Hosts[i], lan.Addrs[i], src, replica.MirrorConfig{From: replica.From{Mode: replica.FromOldest}}, nil))
+		mrs = append(mrs, startMirror(t, lan.Hosts[i], lan.Addrs[i], src, replica.MirrorConfig{From: fromOldest}, nil))
 	}
 	src.pushPaced(5000, 50, 200*time.Microsecond)
 	const last = 6000
-	for _, mr := range mrs {
-		mr.waitFor(last, 10*time.Second)
-	}
-	sst := src.srv.Stats()
-	t.Logf("server %+v", sst)
-	for i, mr := range mrs {
-		mr.close()
-		st := mr.m.Stats()
-		t.Logf("mirror %d %+v", i+1, st)
-		sameSlots(t, src.path, mr.path, 1)
-		if st.Records != last || st.Gaps != 0 || st.Transport != "udp multicast" || st.Connects != 1 {
-			t.Fatalf("mirror %d stats %+v", i+1, st)
-		}
-	}
+	sst := finishAll(t, src, mrs, last, "udp multicast")
 	// One multicast datagram per frame reached all three mirrors.
 	if sst.Frames == 0 || sst.Datagrams > sst.Frames+sst.Heartbeats {
 		t.Fatalf("server stats %+v: want one datagram per frame", sst)
@@ -308,32 +179,14 @@ func TestMulticastLAN(t *testing.T) {
 // reach past the range asked for: a mirror holds the datagrams after its
 // hole, and a GAP beyond them makes it drop records it has.
 func TestNakAnswerGapStaysInRange(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	src := newSource(t, p.A, p.AAddr, 16)
+	p, src := pairSource(t, 16)
 	src.push(10)
 	src.serve(replica.ServerConfig{})
-	var c net.Conn
-	if err := p.B.Do(func() (err error) { c, err = net.Dial("tcp", src.srv.Addr().String()); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(c)
+	c := dialTCP(t, p.B, src.srv.Addr().String())
+	readFrame := frameReader(t, c)
 	read := func() replica.Header { // the next frame that is not a heartbeat
 		for {
-			var hb [replica.HeaderSize]byte
-			if _, err := io.ReadFull(br, hb[:]); err != nil {
-				t.Fatal(err)
-			}
-			h, err := replica.ParseHeader(hb[:], 1<<20)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := br.Discard(int(h.Len)); err != nil {
-				t.Fatal(err)
-			}
-			if h.Kind != replica.KindHeartbeat {
+			if h := readFrame(); h.Kind != replica.KindHeartbeat {
 				return h
 			}
 		}

@@ -1,7 +1,9 @@
 package replica_test
 
+// Mirrors driven by hand (Connect, then Step): bounded steps, and what a
+// failing Step or a closing source leaves published.
+
 import (
-	"context"
 	"errors"
 	"net"
 	"path/filepath"
@@ -20,64 +22,53 @@ const stStepLimit = 32
 // then Step from the test goroutine while a big burst is queued. No Step
 // handles more than 32 frames and datagrams, and the mirror catches up.
 func TestStepBounded(t *testing.T) {
-	netns.Require(t)
-	for _, mode := range []string{"tcp", "multicast"} {
-		t.Run(mode, func(t *testing.T) {
-			p := netns.NewPair(t)
-			src := newSource(t, p.A, p.AAddr, 1<<18)
-			src.push(1000)
-			scfg, mcfg := transportConfigs(mode)
-			src.serve(scfg)
-			mcfg.Source = src.srv.Addr().String()
-			mcfg.Ring = filepath.Join(t.TempDir(), "mirror")
-			mcfg.Iface = p.BAddr
-			mcfg.From = replica.From{Mode: replica.FromOldest}
-			m, err := replica.NewMirror(mcfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			if err := p.B.Do(func() error { return m.Connect(context.Background()) }); err != nil {
-				t.Fatal(err)
-			}
-			// A burst queues up (TCP frames, datagrams) while nobody steps.
-			src.push(150000)
-			last := src.w.Next() - 1
-			time.Sleep(300 * time.Millisecond)
+	eachMode(t, []string{"tcp", "multicast"}, func(t *testing.T, mode string) {
+		p, src := pairSource(t, 1<<18)
+		src.push(1000)
+		scfg, mcfg := transportConfigs(mode)
+		src.serve(scfg)
+		mcfg.Ring = filepath.Join(t.TempDir(), "mirror")
+		mcfg.From = fromOldest
+		m := newMirrorOf(t, src, p.BAddr, mcfg)
+		defer m.Close()
+		connectIn(t, p.B, m)
+		// A burst queues up (TCP frames, datagrams) while nobody steps.
+		src.push(150000)
+		last := src.w.Next() - 1
+		time.Sleep(300 * time.Millisecond)
 
-			steps, full, most := 0, 0, 0
-			deadline := time.Now().Add(60 * time.Second)
-			for m.Stats().Next <= last {
-				n, err := m.Step()
-				if err != nil {
-					t.Fatalf("step %d: %v", steps, err)
-				}
-				if n > stStepLimit {
-					t.Fatalf("step %d handled %d frames and datagrams, limit %d", steps, n, stStepLimit)
-				}
-				steps++
-				most = max(most, n)
-				if n == stStepLimit {
-					full++
-				}
-				if n == 0 {
-					time.Sleep(50 * time.Microsecond)
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("mirror stuck after %d steps: %+v", steps, m.Stats())
-				}
+		steps, full, most := 0, 0, 0
+		deadline := time.Now().Add(60 * time.Second)
+		for m.Stats().Next <= last {
+			n, err := m.Step()
+			if err != nil {
+				t.Fatalf("step %d: %v", steps, err)
 			}
-			st := m.Stats()
-			t.Logf("%d steps, %d full, stats %+v", steps, full, st)
-			if most != stStepLimit {
-				t.Errorf("no Step found a full batch waiting (most %d): the burst never queued", most)
+			if n > stStepLimit {
+				t.Fatalf("step %d handled %d frames and datagrams, limit %d", steps, n, stStepLimit)
 			}
-			if err := m.Close(); err != nil {
-				t.Fatal(err)
+			steps++
+			most = max(most, n)
+			if n == stStepLimit {
+				full++
 			}
-			sameSlots(t, src.path, mcfg.Ring, 1)
-		})
-	}
+			if n == 0 {
+				time.Sleep(50 * time.Microsecond)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("mirror stuck after %d steps: %+v", steps, m.Stats())
+			}
+		}
+		st := m.Stats()
+		t.Logf("%d steps, %d full, stats %+v", steps, full, st)
+		if most != stStepLimit {
+			t.Errorf("no Step found a full batch waiting (most %d): the burst never queued", most)
+		}
+		if err := m.Close(); err != nil {
+			t.Fatal(err)
+		}
+		sameSlots(t, src.path, mcfg.Ring, 1)
+	})
 }
 
 // TestStepErrorPublishes: a Step that stores good records and then meets
@@ -86,37 +77,27 @@ func TestStepBounded(t *testing.T) {
 func TestStepErrorPublishes(t *testing.T) {
 	netns.Require(t)
 	p := netns.NewPair(t)
-	l, err := shm.NewLayout(shm.RingConfig{PayloadSize: 56, Capacity: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
+	geom := fakeGeometry(t)
 	more := make(chan struct{})
-	bad := biData(31, 2)
+	bad := dataFrame(0, 31, 2, 1)
 	bad[4] = 1 // a length that disagrees with the count
 	bad = bad[:replica.HeaderSize+1]
-	f := newBIFake(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
-		b := replica.AppendGeometry(nil, 1, 0, replica.GeometryOf(l))
-		b = append(b, biData(1, 10)...)
+	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
+		b := replica.AppendGeometry(nil, 1, 0, geom)
+		b = append(b, dataFrame(0, 1, 10, 1)...)
 		if _, err := c.Write(b); err != nil {
 			return err
 		}
 		<-more
-		b = append(append(biData(11, 10), biData(21, 10)...), bad...)
+		b = append(append(dataFrame(0, 11, 10, 1), dataFrame(0, 21, 10, 1)...), bad...)
 		if _, err := c.Write(b); err != nil {
 			return err
 		}
 		time.Sleep(time.Second) // let the mirror read it all before EOF
 		return nil
 	})
-	ring := filepath.Join(t.TempDir(), "mirror")
-	m, err := replica.NewMirror(replica.MirrorConfig{Source: f.ln.Addr().String(), Ring: ring, TCPOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if err := p.B.Do(func() error { return m.Connect(context.Background()) }); err != nil {
-		t.Fatal(err)
-	}
+	m, ring := f.mirror(t, replica.MirrorConfig{})
+	connectIn(t, p.B, m)
 	for deadline := time.Now().Add(5 * time.Second); m.Stats().Next != 11; time.Sleep(time.Millisecond) {
 		if _, err := m.Step(); err != nil || time.Now().After(deadline) {
 			t.Fatalf("first records: %v, %+v", err, m.Stats())
@@ -124,8 +105,7 @@ func TestStepErrorPublishes(t *testing.T) {
 	}
 	close(more)
 	time.Sleep(200 * time.Millisecond) // the three frames are queued
-	_, err = m.Step()
-	if !errors.Is(err, replica.ErrMalformed) {
+	if _, err := m.Step(); !errors.Is(err, replica.ErrMalformed) {
 		t.Fatalf("Step: %v, want ErrMalformed", err)
 	}
 	seqs, _ := readAll(t, ring)
@@ -157,28 +137,18 @@ func TestStepErrorPublishes(t *testing.T) {
 func TestStepFramesBeforeClose(t *testing.T) {
 	netns.Require(t)
 	p := netns.NewPair(t)
-	l, err := shm.NewLayout(shm.RingConfig{PayloadSize: 56, Capacity: 1024})
-	if err != nil {
-		t.Fatal(err)
-	}
+	geom := fakeGeometry(t)
 	const frames = 200
-	f := newBIFake(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
-		b := replica.AppendGeometry(nil, 1, 0, replica.GeometryOf(l))
+	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
+		b := replica.AppendGeometry(nil, 1, 0, geom)
 		for i := range frames {
-			b = append(b, biData(uint64(1+i), 1)...)
+			b = append(b, dataFrame(0, uint64(1+i), 1, 1)...)
 		}
 		_, err := c.Write(b)
 		return err // then close
 	})
-	ring := filepath.Join(t.TempDir(), "mirror")
-	m, err := replica.NewMirror(replica.MirrorConfig{Source: f.ln.Addr().String(), Ring: ring, TCPOnly: true, Once: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	<-p.B.Go(func() { err = m.Run(ctx) })
+	m, _ := f.mirror(t, replica.MirrorConfig{Once: true})
+	err := runIn(p.B, m, 10*time.Second)
 	if ferr := <-f.errc; ferr != nil {
 		t.Fatal(ferr)
 	}

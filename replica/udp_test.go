@@ -1,5 +1,8 @@
 package replica_test
 
+// The kernel UDP transport: batched sends to several destinations, receive
+// waits, Close, and allocation-free batches.
+
 import (
 	"errors"
 	"net/netip"
@@ -13,13 +16,7 @@ import (
 // udNew opens a kernel UDP transport bound to addr:0 inside ns.
 func udNew(t *testing.T, ns *netns.NS, addr netip.Addr) *replica.UDP {
 	t.Helper()
-	var u *replica.UDP
-	if err := ns.Do(func() (err error) {
-		u, err = replica.NewUDP(replica.UDPConfig{Bind: netip.AddrPortFrom(addr, 0), SocketBuffer: 1 << 20})
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	u := newUDPIn(t, ns, replica.UDPConfig{Bind: netip.AddrPortFrom(addr, 0), SocketBuffer: 1 << 20})
 	t.Cleanup(func() { u.Close() })
 	return u
 }
