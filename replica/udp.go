@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -68,7 +69,7 @@ func NewUDP(cfg UDPConfig) (*UDP, error) {
 		}
 		return serr
 	}}
-	pc, err := lc.ListenPacket(contextBackground(), "udp4", cfg.Bind.String())
+	pc, err := lc.ListenPacket(context.Background(), "udp4", cfg.Bind.String())
 	if err != nil {
 		return nil, fmt.Errorf("udp: listen %v: %w", cfg.Bind, err)
 	}

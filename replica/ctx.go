@@ -1,5 +1,0 @@
-package replica
-
-import "context"
-
-func contextBackground() context.Context { return context.Background() }
