@@ -269,6 +269,9 @@ func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
 			m.stats.Gaps += first - last - 1
 		}
 	} else {
+		for _, f := range m.seq.held { // the new connection resends them
+			m.seq.free = append(m.seq.free, f.buf)
+		}
 		m.seq.held = m.seq.held[:0]
 		m.seq.nakOut = false
 		if err := m.seq.gap(first); err != nil {
