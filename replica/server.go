@@ -64,7 +64,8 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[uint32]*session // by token
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup      // goroutines Serve started
+	serving  sync.WaitGroup      // Serve itself
 	closed   atomic.Bool
 	st       serverCounters
 }
@@ -144,6 +145,14 @@ func (s *Server) Session() uint8 { return s.session }
 
 // Serve accepts mirrors and sends datagrams until ctx is done or Close.
 func (s *Server) Serve(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		return nil // closed before it began: nothing to serve
+	}
+	s.serving.Add(1) // Close waits for Serve, even one that only just began
+	s.mu.Unlock()
+	defer s.serving.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -212,7 +221,10 @@ func (s *Server) closeSessions() {
 // Close stops serving: the listener, every mirror connection, the
 // datagram transport and the ring.
 func (s *Server) Close() error {
-	if s.closed.Swap(true) {
+	s.mu.Lock()
+	already := s.closed.Swap(true)
+	s.mu.Unlock()
+	if already {
 		return nil
 	}
 	s.ln.Close()
@@ -220,6 +232,7 @@ func (s *Server) Close() error {
 	if s.udp != nil {
 		s.udp.Close()
 	}
+	s.serving.Wait()
 	s.wg.Wait()
 	return s.ring.Close()
 }
