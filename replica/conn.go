@@ -44,21 +44,7 @@ func newConn(tcp net.Conn) *conn {
 }
 
 // readFrame reads one frame synchronously (the handshake).
-func (c *conn) readFrame(maxLen int) (Header, []byte, error) {
-	var hb [HeaderSize]byte
-	if _, err := io.ReadFull(c.br, hb[:]); err != nil {
-		return Header{}, nil, eofErr(err)
-	}
-	h, err := ParseHeader(hb[:], maxLen)
-	if err != nil {
-		return h, nil, err
-	}
-	p := make([]byte, h.Len)
-	if _, err := io.ReadFull(c.br, p); err != nil {
-		return h, nil, eofErr(err)
-	}
-	return h, p, nil
-}
+func (c *conn) readFrame(maxLen int) (Header, []byte, error) { return readFrameFrom(c.br, maxLen) }
 
 // eofErr names a peer's disconnection: cleanly between frames
 // (ErrPeerClosed) or in the middle of one (ErrTruncated).

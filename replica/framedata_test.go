@@ -131,7 +131,7 @@ func TestCheckDataBlob(t *testing.T) {
 func TestRecordsZeroPayload(t *testing.T) {
 	g := Geometry{Capacity: 64, ElementSize: 8, SlotsOffset: 128}
 	if err := g.Validate(); err != nil {
-		t.Skipf("element_size 8 refused: %v", err)
+		t.Fatalf("element_size 8 (a 0-byte payload) must be a valid geometry: %v", err)
 	}
 	s := ShapeOf(g)
 	h := Header{Kind: KindData, Count: 4, Seq: 10}
