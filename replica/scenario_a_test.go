@@ -260,6 +260,9 @@ func TestMulticastLiveDelivery(t *testing.T) {
 	for _, mr := range mirrors {
 		mr.waitFor(6000, 10*time.Second)
 	}
+	// The server counts a batch after its send call returns, which can be
+	// after the mirrors already have it.
+	poll(5*time.Second, time.Millisecond, func() bool { return srv.Stats().Records >= 6000 })
 	s1 := srv.Stats()
 	time.Sleep(20 * time.Millisecond) // what s1 counts has arrived
 	var after []replica.MirrorStats
