@@ -130,6 +130,20 @@ func (s *source) serve(cfg replica.ServerConfig) *replica.Server {
 	return srv
 }
 
+// drained waits until the server has sent every record of its ring as
+// datagrams (at once for TCP-only), so records pushed before a mirror joins
+// cannot reach it over the datagram stream.
+func (s *source) drained() {
+	s.tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for s.srv.Stats().Lag != 0 {
+		if time.Now().After(deadline) {
+			s.tb.Fatalf("server never sent its backlog: %+v", s.srv.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // close stops the server (a restart calls serve again).
 func (s *source) close() {
 	if s.srv == nil {
