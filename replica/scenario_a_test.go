@@ -127,7 +127,7 @@ func TestResumeWithoutDuplicates(t *testing.T) {
 		}
 
 		src.push(int(away))
-		src.drained() // else the stream may still carry the tail of away to mr2
+		src.drained()                                                    // else the stream may still carry the tail of away to mr2
 		lost := src.w.Ring().Oldest() - min(src.w.Ring().Oldest(), 3001) // overwritten while away
 		mr2 := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
 		mr2.connected()
