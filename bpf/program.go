@@ -1,0 +1,187 @@
+//go:build linux
+
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// Program is the loaded steering program and its maps. It is safe for
+// concurrent use.
+type Program struct {
+	mu      sync.Mutex
+	objs    *steerObjects // nil once closed
+	link    link.Link     // nil while detached
+	mode    Mode
+	ifindex int
+	sockets map[int]int // queue -> fd, as set through SetSocket
+}
+
+// Load loads the program and creates its maps. It removes the memlock
+// rlimit first (needed on kernels before 5.11). The kernel refusing to load
+// (no permission, BPF disabled) is reported as ErrNotSupported wrapping the
+// cause.
+func Load() (*Program, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("bpf: load: remove memlock rlimit: %w: %w", ErrNotSupported, err)
+	}
+	objs := new(steerObjects)
+	if err := loadSteerObjects(objs, nil); err != nil {
+		return nil, loadError(err)
+	}
+	return newProgram(objs), nil
+}
+
+// newProgram wraps loaded objects. A future LoadPinned builds the same
+// objects from pins instead of from the embedded ELF.
+func newProgram(objs *steerObjects) *Program {
+	return &Program{objs: objs, sockets: make(map[int]int)}
+}
+
+func loadError(err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
+		return fmt.Errorf("bpf: load: needs root or CAP_BPF (with CAP_NET_ADMIN): %w: %w", ErrNotSupported, err)
+	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
+		return fmt.Errorf("bpf: load: kernel refused the program: %w: %w", ErrNotSupported, err)
+	}
+	return fmt.Errorf("bpf: load: %w", err)
+}
+
+// Attach attaches the program to the interface with index ifindex through
+// a BPF link. ModeAuto tries native mode and falls back to generic mode only
+// when the interface has no native XDP support; Mode reports the mode used.
+// An interface that already has an XDP program gives ErrBusy, an interface
+// without native XDP support asked for ModeNative gives ErrNotSupported.
+func (p *Program) Attach(ifindex int, mode Mode) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.objs == nil {
+		return fmt.Errorf("bpf: attach: %w", ErrClosed)
+	}
+	if p.link != nil {
+		return fmt.Errorf("bpf: attach: already attached to ifindex %d: %w", p.ifindex, ErrBusy)
+	}
+	if ifindex <= 0 {
+		return fmt.Errorf("bpf: attach: ifindex %d: %w", ifindex, ErrInvalid)
+	}
+	var tries []Mode
+	switch mode {
+	case ModeAuto:
+		tries = []Mode{ModeNative, ModeGeneric}
+	case ModeNative, ModeGeneric:
+		tries = []Mode{mode}
+	default:
+		return fmt.Errorf("bpf: attach: %v: %w", mode, ErrInvalid)
+	}
+	var err error
+	for _, m := range tries {
+		var l link.Link
+		l, err = p.attach(ifindex, m)
+		if err == nil {
+			p.link, p.mode, p.ifindex = l, m, ifindex
+			return nil
+		}
+		if !errors.Is(err, ErrNotSupported) {
+			break // busy or gone: another mode would not help
+		}
+	}
+	return err
+}
+
+func (p *Program) attach(ifindex int, m Mode) (link.Link, error) {
+	flags := link.XDPDriverMode
+	if m == ModeGeneric {
+		flags = link.XDPGenericMode
+	}
+	l, err := link.AttachXDP(link.XDPOptions{Program: p.objs.Steer, Interface: ifindex, Flags: flags})
+	if err == nil {
+		return l, nil
+	}
+	switch {
+	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
+		return nil, fmt.Errorf("bpf: attach %s to ifindex %d: interface already has an XDP program: %w: %w", m, ifindex, ErrBusy, err)
+	case errors.Is(err, unix.ENODEV):
+		return nil, fmt.Errorf("bpf: attach %s: no interface with index %d: %w: %w", m, ifindex, ErrNotFound, err)
+	case errors.Is(err, unix.EOPNOTSUPP):
+		return nil, fmt.Errorf("bpf: attach %s to ifindex %d: interface has no %s XDP support: %w: %w", m, ifindex, m, ErrNotSupported, err)
+	case errors.Is(err, unix.EPERM):
+		return nil, fmt.Errorf("bpf: attach %s to ifindex %d: needs CAP_NET_ADMIN: %w: %w", m, ifindex, ErrNotSupported, err)
+	case errors.Is(err, ebpf.ErrNotSupported):
+		return nil, fmt.Errorf("bpf: attach %s to ifindex %d: kernel lacks XDP links: %w: %w", m, ifindex, ErrNotSupported, err)
+	}
+	return nil, fmt.Errorf("bpf: attach %s to ifindex %d: %w", m, ifindex, err)
+}
+
+// Detach detaches the program from its interface; the maps stay, so the
+// program can be attached again.
+func (p *Program) Detach() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.objs == nil {
+		return fmt.Errorf("bpf: detach: %w", ErrClosed)
+	}
+	if p.link == nil {
+		return fmt.Errorf("bpf: detach: %w", ErrNotAttached)
+	}
+	return p.detach()
+}
+
+func (p *Program) detach() error {
+	err := p.link.Close()
+	p.link, p.mode, p.ifindex = nil, ModeAuto, 0
+	if err != nil {
+		return fmt.Errorf("bpf: detach: %w", err)
+	}
+	return nil
+}
+
+// Mode reports the mode the program is attached in (ModeNative or
+// ModeGeneric), or ModeAuto when it is not attached.
+func (p *Program) Mode() Mode {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mode
+}
+
+// Ifindex reports the interface the program is attached to, 0 when it is
+// not attached.
+func (p *Program) Ifindex() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ifindex
+}
+
+// Close detaches the program and frees the program and its maps. The
+// AF_XDP sockets themselves belong to the caller. Close is idempotent.
+func (p *Program) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.objs == nil {
+		return nil
+	}
+	var errs []error
+	if p.link != nil {
+		errs = append(errs, p.detach())
+	}
+	if err := p.objs.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("bpf: close: %w", err))
+	}
+	p.objs, p.sockets = nil, nil
+	return errors.Join(errs...)
+}
+
+// maps returns the loaded maps, or ErrClosed. Callers hold p.mu.
+func (p *Program) maps(op string) (*steerMaps, error) {
+	if p.objs == nil {
+		return nil, fmt.Errorf("bpf: %s: %w", op, ErrClosed)
+	}
+	return &p.objs.steerMaps, nil
+}
