@@ -21,10 +21,19 @@ demo: build
 # The whole test suite: formatting, vet, race-enabled tests, short fuzz runs.
 test: check unit fuzz
 
-check:
+check: check-generate
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# Regenerate the XDP program's bpf2go output (bpf/steer_bpfel.{go,o}) from
+# bpf/steer.c; check-generate fails if the committed files are stale.
+.PHONY: generate check-generate
+generate:
+	$(GO) generate ./bpf
+
+check-generate: generate
+	git diff --exit-code -- bpf/
 
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
