@@ -298,12 +298,12 @@ func (m *Mirror) openDatagrams(c *conn, mc Multicast) error {
 		return fmt.Errorf("datagram transport: %w", err)
 	}
 	c.udp, c.mc, c.spec = t, mc, spec
-	m.stats.Transport = "udp multicast"
+	m.stats.Transport = TransportName(t) + " multicast"
 	// Until the source says the TCP catch-up is over (its first TCP
 	// HEARTBEAT), holes are being filled over TCP: do not NAK them.
 	m.seq.suppressNaks = true
 	if mc.Unicast() {
-		m.stats.Transport = "udp unicast"
+		m.stats.Transport = TransportName(t) + " unicast"
 		return m.punch(time.Now())
 	}
 	return nil

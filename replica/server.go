@@ -31,8 +31,12 @@ type ServerConfig struct {
 	// frame leaves at once. Negative: adaptive (50 µs); 0: no pacing.
 	Linger time.Duration
 	Spin   bool // busy-poll the ring in the datagram sender
-	// Transport carries the datagrams (default: kernel UDP bound to UDPPort).
+	// Transport carries the datagrams (default: NewTransport's).
 	Transport Transport
+	// NewTransport, when Transport is nil, opens the datagram transport
+	// from the kernel UDP settings the server would use (default: NewUDP).
+	// The server closes the transport.
+	NewTransport func(UDPConfig) (Transport, error)
 	// PunchTimeout is how long a unicast mirror has to punch before it is
 	// served over TCP instead (default 3 s).
 	PunchTimeout time.Duration
@@ -129,9 +133,14 @@ func (s *Server) openDatagrams() error {
 		return nil
 	}
 	bind := netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(s.cfg.UDPPort))
-	t, err := NewUDP(UDPConfig{Bind: bind, Iface: s.cfg.Iface, TTL: s.cfg.TTL, Loopback: s.cfg.Loopback, SocketBuffer: 4 << 20})
+	cfg := UDPConfig{Bind: bind, Iface: s.cfg.Iface, TTL: s.cfg.TTL, Loopback: s.cfg.Loopback, SocketBuffer: 4 << 20}
+	open := s.cfg.NewTransport
+	if open == nil {
+		open = func(c UDPConfig) (Transport, error) { return NewUDP(c) }
+	}
+	t, err := open(cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("replica: datagram transport: %w", err)
 	}
 	s.udp = t
 	return nil
@@ -249,6 +258,9 @@ func (s *Server) Stats() ServerStats {
 		Gaps: st.gaps.Load(), GapRecords: st.gapRecords.Load(), Heartbeats: st.heartbeats.Load(),
 		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
 		BadDatagram: st.badDgram.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq()}
+	if s.udp != nil {
+		out.Transport = TransportName(s.udp)
+	}
 	if out.WriteSeq > out.LastSent && s.udp != nil {
 		out.Lag = out.WriteSeq - out.LastSent
 	}

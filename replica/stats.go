@@ -30,6 +30,7 @@ type MirrorStats struct {
 
 // ServerStats counts a source's activity.
 type ServerStats struct {
+	Transport string // datagram transport: "udp", "xdp", ...; "" for TCP only
 	Mirrors   int    // mirrors connected now
 	Frames    uint64 // DATA frames sent (UDP frames count once, whatever the fan-out)
 	Datagrams uint64 // datagrams sent (every destination, every --dup copy)

@@ -38,6 +38,15 @@ type Transport interface {
 	Close() error
 }
 
+// TransportName names a transport in the statistics: "udp" for kernel UDP,
+// or what the transport's Name method returns ("xdp", "afpacket").
+func TransportName(t Transport) string {
+	if n, ok := t.(interface{ Name() string }); ok {
+		return n.Name()
+	}
+	return "udp"
+}
+
 // Errors of transports and connections.
 var (
 	ErrClosed     = errors.New("replica: closed")
