@@ -1,0 +1,107 @@
+package xdp
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Poller waits until any of a set of sockets has received frames, parking
+// the goroutine in Go's network poller (not a thread in a blocking
+// syscall). It holds an epoll instance watching the sockets; Go's poller
+// watches that instance.
+type Poller struct {
+	file *os.File
+	rc   interface {
+		Read(func(uintptr) bool) error
+	}
+	socks []*Socket
+	shut  atomic.Bool
+}
+
+// NewPoller watches socks.
+func NewPoller(socks ...*Socket) (*Poller, error) {
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	for _, s := range socks {
+		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(s.fd)}
+		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
+			unix.Close(ep)
+			return nil, os.NewSyscallError("epoll_ctl", err)
+		}
+	}
+	if err := unix.SetNonblock(ep, true); err != nil {
+		unix.Close(ep)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	f := os.NewFile(uintptr(ep), "xdp-poller")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("xdp: poller: %w", err)
+	}
+	return &Poller{file: f, rc: rc, socks: socks}, nil
+}
+
+// Wait returns when a socket has received frames (true), when timeout
+// passes (false; a negative timeout waits without limit), or with
+// ErrClosed once Close was called.
+func (p *Poller) Wait(timeout time.Duration) (bool, error) {
+	if p.ready() {
+		return true, nil
+	}
+	var dl time.Time
+	if timeout >= 0 {
+		dl = time.Now().Add(timeout)
+	}
+	if err := p.file.SetReadDeadline(dl); err != nil {
+		return false, p.closedOr(err)
+	}
+	ready := false
+	err := p.rc.Read(func(uintptr) bool {
+		ready = p.ready()
+		return ready
+	})
+	switch {
+	case ready:
+		return true, nil
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return false, nil
+	}
+	return false, p.closedOr(err)
+}
+
+// ready reports whether a socket has frames, waking any whose fill ring
+// asks for it (a zero-copy driver may wait for that before receiving).
+func (p *Poller) ready() bool {
+	for _, s := range p.socks {
+		if s.Readable() {
+			return true
+		}
+		if s.Fill.NeedWakeup() {
+			s.rx.wakeups.add(1)
+			s.wakeRX()
+		}
+	}
+	return false
+}
+
+func (p *Poller) closedOr(err error) error {
+	if p.shut.Load() || errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("xdp: wait: %w", err)
+}
+
+// Close wakes waiters with ErrClosed and releases the epoll instance (not
+// the sockets).
+func (p *Poller) Close() error {
+	p.shut.Store(true)
+	return p.file.Close()
+}
