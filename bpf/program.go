@@ -5,6 +5,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -59,7 +60,9 @@ func loadError(err error) error {
 // a BPF link. ModeAuto tries native mode and falls back to generic mode only
 // when the interface has no native XDP support; Mode reports the mode used.
 // An interface that already has an XDP program gives ErrBusy, an interface
-// without native XDP support asked for ModeNative gives ErrNotSupported.
+// without native XDP support asked for ModeNative gives ErrNotSupported, an
+// unknown ifindex ErrNotFound. ifindex is looked up in the network
+// namespace of the calling thread; the attachment stays with the interface.
 func (p *Program) Attach(ifindex int, mode Mode) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -108,8 +111,9 @@ func (p *Program) attach(ifindex int, m Mode) (link.Link, error) {
 	switch {
 	case errors.Is(err, unix.EBUSY), errors.Is(err, unix.EEXIST):
 		return nil, fmt.Errorf("bpf: attach %s to ifindex %d: interface already has an XDP program: %w: %w", m, ifindex, ErrBusy, err)
-	case errors.Is(err, unix.ENODEV):
-		return nil, fmt.Errorf("bpf: attach %s: no interface with index %d: %w: %w", m, ifindex, ErrNotFound, err)
+	case errors.Is(err, unix.ENODEV), errors.Is(err, unix.EINVAL) && !ifaceExists(ifindex):
+		// The kernel says EINVAL for an unknown ifindex.
+		return nil, fmt.Errorf("bpf: attach %s: no interface with index %d in this network namespace: %w: %w", m, ifindex, ErrNotFound, err)
 	case errors.Is(err, unix.EOPNOTSUPP):
 		return nil, fmt.Errorf("bpf: attach %s to ifindex %d: interface has no %s XDP support: %w: %w", m, ifindex, m, ErrNotSupported, err)
 	case errors.Is(err, unix.EPERM):
@@ -118,6 +122,13 @@ func (p *Program) attach(ifindex int, m Mode) (link.Link, error) {
 		return nil, fmt.Errorf("bpf: attach %s to ifindex %d: kernel lacks XDP links: %w: %w", m, ifindex, ErrNotSupported, err)
 	}
 	return nil, fmt.Errorf("bpf: attach %s to ifindex %d: %w", m, ifindex, err)
+}
+
+// ifaceExists reports whether ifindex names an interface in the calling
+// thread's network namespace.
+func ifaceExists(ifindex int) bool {
+	_, err := net.InterfaceByIndex(ifindex)
+	return err == nil
 }
 
 // Detach detaches the program from its interface; the maps stay, so the
