@@ -43,6 +43,10 @@ type Hop struct {
 // ff:ff:ff:ff:ff:ff, anything else is looked up in (and if need be resolved
 // into) the neighbour table. It waits at most until ctx's deadline, or
 // DefaultTimeout when ctx has none, and then fails with ErrUnresolved.
+// Multicast and broadcast destinations need a route like any other (for
+// instance "224.0.0.0/4 dev eth0"); without one Resolve fails with
+// ErrNoRoute. Local addresses, blackhole and unreachable routes are
+// ErrNoRoute too. For multicast and broadcast Gateway is always invalid.
 func Resolve(ctx context.Context, dst netip.Addr) (Hop, error) {
 	dst = dst.Unmap()
 	if !dst.Is4() {
@@ -57,7 +61,7 @@ func Resolve(ctx context.Context, dst netip.Addr) (Hop, error) {
 		return Hop{}, err
 	}
 	hop := Hop{Link: link}
-	if gw, ok := netip.AddrFromSlice(r.Gw); ok && r.Gw != nil {
+	if gw, ok := netip.AddrFromSlice(r.Gw); ok {
 		hop.Gateway = gw.Unmap()
 	}
 	next := dst
@@ -67,10 +71,10 @@ func Resolve(ctx context.Context, dst netip.Addr) (Hop, error) {
 	hop.Src = source(r, link, next)
 	switch {
 	case dst.IsMulticast():
-		hop.MAC = pkt.MulticastMAC(dst)
+		hop.MAC, hop.Gateway = pkt.MulticastMAC(dst), netip.Addr{}
 		return hop, nil
 	case r.Type == unix.RTN_BROADCAST || dst == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		hop.MAC = pkt.Broadcast
+		hop.MAC, hop.Gateway = pkt.Broadcast, netip.Addr{}
 		return hop, nil
 	case r.Type != unix.RTN_UNICAST:
 		return Hop{}, fmt.Errorf("neigh: resolve %v: route type %d (local, blackhole, unreachable...): %w", dst, r.Type, ErrNoRoute)

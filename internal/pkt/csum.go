@@ -38,9 +38,20 @@ func Sum(b []byte, initial uint32) uint32 {
 // tail returns the last 0..7 bytes of a buffer as a 64-bit big-endian word,
 // left-aligned and zero-padded, so 16-bit word boundaries are preserved.
 func tail(b []byte) uint64 {
-	var w [8]byte
-	copy(w[:], b)
-	return binary.BigEndian.Uint64(w[:])
+	var w uint64
+	shift := uint(48) // where the next 16-bit word goes
+	if len(b) >= 4 {
+		w = uint64(binary.BigEndian.Uint32(b)) << 32
+		b, shift = b[4:], 16
+	}
+	if len(b) >= 2 {
+		w |= uint64(binary.BigEndian.Uint16(b)) << shift
+		b, shift = b[2:], shift-16
+	}
+	if len(b) == 1 {
+		w |= uint64(b[0]) << (shift + 8)
+	}
+	return w
 }
 
 // fold64 folds a 64-bit one's complement sum to 16 bits with end-around
