@@ -180,7 +180,7 @@ func startMirror(t *testing.T, ns *netns.NS, iface netip.Addr, src *source, cfg 
 	}
 	mr := &mirror{tb: t, path: cfg.Ring}
 	if faults != nil {
-		cfg.NewTransport = wrapMirrorUDP(func(tr replica.Transport) replica.Transport {
+		cfg.NewTransport = wrapTransport(cfg.NewTransport, func(tr replica.Transport) replica.Transport {
 			mr.faults = faulty.Wrap(tr, *faults)
 			return mr.faults
 		})

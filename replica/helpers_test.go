@@ -23,8 +23,8 @@ import (
 
 // The transport modes: every one, and those carrying datagrams.
 var (
-	allModes = []string{"tcp", "multicast", "unicast"}
-	udpModes = []string{"multicast", "unicast"}
+	allModes = []string{"tcp", "multicast", "unicast", "xdp-multicast", "xdp-unicast"}
+	udpModes = []string{"multicast", "unicast", "xdp-multicast", "xdp-unicast"}
 )
 
 // fromOldest starts a mirror at the oldest record the source retains.
@@ -38,16 +38,19 @@ func transportConfigs(mode string) (replica.ServerConfig, replica.MirrorConfig) 
 // dirConfigs returns the server and mirror settings of a mode for
 // direction dir of a ping-pong (their groups and ports differ, although
 // they live in different namespaces).
-func dirConfigs(mode string, dir int) (replica.ServerConfig, replica.MirrorConfig) {
-	switch mode {
+func dirConfigs(mode string, dir int) (scfg replica.ServerConfig, mcfg replica.MirrorConfig) {
+	switch baseMode(mode) {
 	case "multicast":
-		return replica.ServerConfig{Multicast: mcastGroupOf(dir)}, replica.MirrorConfig{}
+		scfg.Multicast = mcastGroupOf(dir)
 	case "unicast":
-		return replica.ServerConfig{UDPPort: 7403 + 2*dir}, replica.MirrorConfig{Unicast: true}
+		scfg.UDPPort, mcfg.Unicast = 7403+2*dir, true
 	case "tcp":
-		return replica.ServerConfig{}, replica.MirrorConfig{TCPOnly: true}
+		mcfg.TCPOnly = true
+	default:
+		panic("unknown mode " + mode)
 	}
-	panic("unknown mode " + mode)
+	xdpSides(mode, &scfg, &mcfg)
+	return scfg, mcfg
 }
 
 func mcastGroup() netip.AddrPort { return mcastGroupOf(0) }
@@ -150,8 +153,17 @@ func frameReader(t *testing.T, c net.Conn) func() replica.Header {
 // wrapMirrorUDP returns a MirrorConfig.NewTransport making the mirror's
 // kernel UDP transport and handing it to wrap.
 func wrapMirrorUDP(wrap func(replica.Transport) replica.Transport) func(replica.DatagramSpec) (replica.Transport, error) {
+	return wrapTransport(nil, wrap)
+}
+
+// wrapTransport returns a MirrorConfig.NewTransport making the mirror's
+// transport with open (nil: kernel UDP) and handing it to wrap.
+func wrapTransport(open func(replica.DatagramSpec) (replica.Transport, error), wrap func(replica.Transport) replica.Transport) func(replica.DatagramSpec) (replica.Transport, error) {
+	if open == nil {
+		open = replica.NewMirrorUDP
+	}
 	return func(s replica.DatagramSpec) (replica.Transport, error) {
-		tr, err := replica.NewMirrorUDP(s)
+		tr, err := open(s)
 		if err != nil {
 			return nil, err
 		}

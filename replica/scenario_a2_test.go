@@ -236,7 +236,7 @@ func TestOtherSessionIgnored(t *testing.T) {
 		dgrams = append(dgrams, saForeignData(other, 1001, 3), saForeignData(other, 1, 26),
 			replica.AppendEmpty(nil, replica.KindHeartbeat, other, 1_000_000))
 		dst := mcastGroup()
-		if mode == "unicast" {
+		if baseMode(mode) == "unicast" {
 			dst = mr.faults.LocalAddr()
 		}
 		saSendFrom(t, src, dst, dgrams)

@@ -39,6 +39,8 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&once, "once", false, "do not reconnect: exit when the source goes away")
 	fs.IntVar(&reconnectMS, "reconnect-ms", 1000, "wait `ms` between reconnections")
 	fs.BoolVar(&spin, "spin", false, "busy-poll for datagrams (lowest latency, one core)")
+	var xf xdpFlags
+	xf.add(fs)
 	addRunFlags(fs, &duration, &interval, &asJSON)
 	pos, err := parseArgs(fs, args, "SOURCE", "PATH")
 	if err != nil {
@@ -55,8 +57,14 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if reconnectMS <= 0 {
 		return usagef("--reconnect-ms must be positive")
 	}
+	mode, err := xf.check()
+	if err != nil {
+		return err
+	}
+	xo := &xdpOpener{flags: xf, mode: mode, log: slog.New(slog.NewTextHandler(stderr, nil))}
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
-		TCPOnly: tcp, Iface: ifa, Once: once, Spin: spin, Reconnect: time.Duration(reconnectMS) * time.Millisecond})
+		TCPOnly: tcp, Iface: ifa, Once: once, Spin: spin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
+		NewTransport: xo.mirrorTransport})
 	if err != nil {
 		return err
 	}

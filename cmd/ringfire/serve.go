@@ -31,6 +31,7 @@ type serveFlags struct {
 	batch, lingerUS        int
 	spin, json             bool
 	duration, every        time.Duration
+	xdp                    xdpFlags
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -46,6 +47,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.batch, "batch", 0, "at most `N` records per frame (0: fill the MTU)")
 	fs.IntVar(&f.lingerUS, "linger-us", -1, "frame pacing in `µs` (-1: adaptive, 0: none)")
 	fs.BoolVar(&f.spin, "spin", false, "busy-poll the ring (lowest latency, one core)")
+	f.xdp.add(fs)
 	addRunFlags(fs, &f.duration, &f.every, &f.json)
 	path, err := parsePath(fs, args)
 	if err != nil {
@@ -55,9 +57,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	mode, err := f.xdp.check()
+	if err != nil {
+		return err
+	}
+	if f.xdp.iface != "" && f.udp == 0 && !cfg.Multicast.IsValid() {
+		return usagef("--xdp carries datagrams: it needs --multicast or --udp")
+	}
 	ctx, cancel := runContext(ctx, f.duration)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	xo := &xdpOpener{flags: f.xdp, mode: mode, log: log}
+	cfg.NewTransport = xo.serverTransport
 	for restarted := false; ; restarted = true {
 		srv, err := newServer(ctx, cfg, restarted)
 		if err != nil {

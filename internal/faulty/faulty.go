@@ -56,6 +56,9 @@ func Wrap(t replica.Transport, f Faults) *Transport {
 	return &Transport{Transport: t, f: f}
 }
 
+// Name is the wrapped transport's name.
+func (t *Transport) Name() string { return replica.TransportName(t.Transport) }
+
 // Stats returns the counters.
 func (t *Transport) Stats() Stats {
 	t.mu.Lock()

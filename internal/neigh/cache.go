@@ -21,6 +21,8 @@ const maxCacheEntries = 4096
 type Cache struct {
 	// TTL overrides CacheTTL when positive. Set it before first use.
 	TTL time.Duration
+	// Resolver resolves misses (nil: in the calling thread's namespace).
+	Resolver *Resolver
 
 	mu sync.Mutex
 	m  map[netip.Addr]cacheEntry
@@ -42,7 +44,11 @@ func (c *Cache) Lookup(ctx context.Context, dst netip.Addr) (Hop, error) {
 	if ok && now.Before(e.expires) {
 		return e.hop, nil
 	}
-	hop, err := Resolve(ctx, dst)
+	r := c.Resolver
+	if r == nil {
+		r = current
+	}
+	hop, err := r.Resolve(ctx, dst)
 	if err != nil {
 		return Hop{}, err
 	}

@@ -23,38 +23,47 @@ type Link struct {
 }
 
 // LinkByName describes the interface called name.
-func LinkByName(name string) (Link, error) {
-	l, err := netlink.LinkByName(name)
+func LinkByName(name string) (Link, error) { return current.LinkByName(name) }
+
+// LinkByIndex describes the interface with ifindex index.
+func LinkByIndex(index int) (Link, error) { return current.LinkByIndex(index) }
+
+// LinkByAddr describes the interface holding the local IPv4 address a.
+func LinkByAddr(a netip.Addr) (Link, error) { return current.LinkByAddr(a) }
+
+// LinkByName describes the interface called name.
+func (r *Resolver) LinkByName(name string) (Link, error) {
+	l, err := r.h.LinkByName(name)
 	if err != nil {
 		return Link{}, linkErr(fmt.Sprintf("link %q", name), err)
 	}
-	return linkFrom(l)
+	return r.linkFrom(l)
 }
 
 // LinkByIndex describes the interface with ifindex index.
-func LinkByIndex(index int) (Link, error) {
-	l, err := netlink.LinkByIndex(index)
+func (r *Resolver) LinkByIndex(index int) (Link, error) {
+	l, err := r.h.LinkByIndex(index)
 	if err != nil {
 		return Link{}, linkErr(fmt.Sprintf("link index %d", index), err)
 	}
-	return linkFrom(l)
+	return r.linkFrom(l)
 }
 
 // LinkByAddr describes the interface holding the local IPv4 address a.
-func LinkByAddr(a netip.Addr) (Link, error) {
+func (r *Resolver) LinkByAddr(a netip.Addr) (Link, error) {
 	a = a.Unmap()
 	if !a.Is4() {
 		return Link{}, fmt.Errorf("neigh: link with address %v: %w", a, ErrNotIPv4)
 	}
 	addrs, err := retryDump("list addresses", func() ([]netlink.Addr, error) {
-		return netlink.AddrList(nil, netlink.FAMILY_V4)
+		return r.h.AddrList(nil, netlink.FAMILY_V4)
 	})
 	if err != nil {
 		return Link{}, err
 	}
 	for _, ad := range addrs {
 		if ip, ok := netip.AddrFromSlice(ad.IP); ok && ip.Unmap() == a {
-			return LinkByIndex(ad.LinkIndex)
+			return r.LinkByIndex(ad.LinkIndex)
 		}
 	}
 	return Link{}, fmt.Errorf("neigh: no interface has address %v: %w", a, ErrNoLink)
@@ -71,7 +80,7 @@ func linkErr(what string, err error) error {
 }
 
 // linkFrom converts a netlink link and adds its IPv4 addresses.
-func linkFrom(nl netlink.Link) (Link, error) {
+func (r *Resolver) linkFrom(nl netlink.Link) (Link, error) {
 	a := nl.Attrs()
 	l := Link{
 		Index:    a.Index,
@@ -85,7 +94,7 @@ func linkFrom(nl netlink.Link) (Link, error) {
 		copy(l.MAC[:], a.HardwareAddr)
 	}
 	addrs, err := retryDump("list addresses of "+a.Name, func() ([]netlink.Addr, error) {
-		return netlink.AddrList(nl, netlink.FAMILY_V4)
+		return r.h.AddrList(nl, netlink.FAMILY_V4)
 	})
 	if err != nil {
 		return Link{}, err

@@ -47,16 +47,19 @@ type Hop struct {
 // instance "224.0.0.0/4 dev eth0"); without one Resolve fails with
 // ErrNoRoute. Local addresses, blackhole and unreachable routes are
 // ErrNoRoute too. For multicast and broadcast Gateway is always invalid.
-func Resolve(ctx context.Context, dst netip.Addr) (Hop, error) {
+func Resolve(ctx context.Context, dst netip.Addr) (Hop, error) { return current.Resolve(ctx, dst) }
+
+// Resolve is the package's Resolve in the resolver's namespace.
+func (rs *Resolver) Resolve(ctx context.Context, dst netip.Addr) (Hop, error) {
 	dst = dst.Unmap()
 	if !dst.Is4() {
 		return Hop{}, fmt.Errorf("neigh: resolve %v: %w", dst, ErrNotIPv4)
 	}
-	r, err := routeTo(dst)
+	r, err := rs.routeTo(dst)
 	if err != nil {
 		return Hop{}, err
 	}
-	link, err := LinkByIndex(r.LinkIndex)
+	link, err := rs.LinkByIndex(r.LinkIndex)
 	if err != nil {
 		return Hop{}, err
 	}
@@ -79,16 +82,16 @@ func Resolve(ctx context.Context, dst netip.Addr) (Hop, error) {
 	case r.Type != unix.RTN_UNICAST:
 		return Hop{}, fmt.Errorf("neigh: resolve %v: route type %d (local, blackhole, unreachable...): %w", dst, r.Type, ErrNoRoute)
 	}
-	if hop.MAC, err = neighbour(ctx, link, next); err != nil {
+	if hop.MAC, err = rs.neighbour(ctx, link, next); err != nil {
 		return Hop{}, err
 	}
 	return hop, nil
 }
 
 // routeTo asks the kernel for the route it would use to reach dst.
-func routeTo(dst netip.Addr) (netlink.Route, error) {
+func (r *Resolver) routeTo(dst netip.Addr) (netlink.Route, error) {
 	a := dst.As4()
-	rs, err := netlink.RouteGet(net.IP(a[:]))
+	rs, err := r.h.RouteGet(net.IP(a[:]))
 	if err != nil {
 		return netlink.Route{}, fmt.Errorf("neigh: route to %v: %w: %w", dst, ErrNoRoute, err)
 	}

@@ -16,8 +16,8 @@ import (
 
 // neighbour returns the MAC of ip on link, making the kernel resolve it when
 // the neighbour table has no usable entry.
-func neighbour(ctx context.Context, link Link, ip netip.Addr) (pkt.MAC, error) {
-	mac, ok, err := lookup(link.Index, ip)
+func (r *Resolver) neighbour(ctx context.Context, link Link, ip netip.Addr) (pkt.MAC, error) {
+	mac, ok, err := r.lookup(link.Index, ip)
 	if err != nil || ok {
 		return mac, err
 	}
@@ -31,7 +31,7 @@ func neighbour(ctx context.Context, link Link, ip netip.Addr) (pkt.MAC, error) {
 	var sent time.Time
 	for {
 		if time.Since(sent) >= retrigger {
-			if err := trigger(link.Index, ip); err != nil {
+			if err := r.trigger(link.Index, ip); err != nil {
 				return pkt.MAC{}, err
 			}
 			sent = time.Now()
@@ -41,7 +41,7 @@ func neighbour(ctx context.Context, link Link, ip netip.Addr) (pkt.MAC, error) {
 			return pkt.MAC{}, fmt.Errorf("neigh: %v on %s: %w (%w)", ip, link.Name, ErrUnresolved, ctx.Err())
 		case <-tick.C:
 		}
-		if mac, ok, err = lookup(link.Index, ip); err != nil || ok {
+		if mac, ok, err = r.lookup(link.Index, ip); err != nil || ok {
 			return mac, err
 		}
 	}
@@ -49,9 +49,9 @@ func neighbour(ctx context.Context, link Link, ip netip.Addr) (pkt.MAC, error) {
 
 // lookup reads ip's entry on link from the neighbour table; ok is false
 // when there is no entry in a usable state.
-func lookup(linkIndex int, ip netip.Addr) (mac pkt.MAC, ok bool, err error) {
+func (r *Resolver) lookup(linkIndex int, ip netip.Addr) (mac pkt.MAC, ok bool, err error) {
 	ns, err := retryDump("list neighbours", func() ([]netlink.Neigh, error) {
-		return netlink.NeighList(linkIndex, netlink.FAMILY_V4)
+		return r.h.NeighList(linkIndex, netlink.FAMILY_V4)
 	})
 	if err != nil {
 		return pkt.MAC{}, false, err
@@ -72,16 +72,21 @@ func lookup(linkIndex int, ip netip.Addr) (mac pkt.MAC, ok bool, err error) {
 
 // trigger sends one empty UDP datagram from a kernel socket on the link to
 // ip's discard port; routing it makes the kernel start ARP for ip.
-func trigger(linkIndex int, ip netip.Addr) error {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
-	if err != nil {
-		return fmt.Errorf("neigh: trigger ARP for %v: %w", ip, os.NewSyscallError("socket", err))
+func (r *Resolver) trigger(linkIndex int, ip netip.Addr) error {
+	r.trigMu.Lock()
+	defer r.trigMu.Unlock()
+	fd := r.trig
+	if fd < 0 {
+		var err error
+		if fd, err = triggerSocket(); err != nil {
+			return fmt.Errorf("neigh: trigger ARP for %v: %w", ip, err)
+		}
+		defer unix.Close(fd)
 	}
-	defer unix.Close(fd)
 	// Best effort: pin the datagram to the link (may need CAP_NET_RAW on
 	// old kernels); routing to ip normally picks the same link anyway.
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_BINDTOIFINDEX, linkIndex)
-	err = unix.Sendto(fd, nil, 0, &unix.SockaddrInet4{Port: discardPort, Addr: ip.As4()})
+	err := unix.Sendto(fd, nil, 0, &unix.SockaddrInet4{Port: discardPort, Addr: ip.As4()})
 	switch {
 	case err == nil, errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EHOSTUNREACH),
 		errors.Is(err, unix.ENOBUFS):
