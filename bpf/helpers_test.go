@@ -14,6 +14,7 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 	"golang.org/x/net/icmp"
 	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
 )
 
 const waitFor = 5 * time.Second // bound for every wait on the kernel
@@ -79,16 +80,21 @@ func exec(t *testing.T, ns *netns.NS, args ...string) string {
 }
 
 // xdpOn returns the XDP attachment `ip link show` reports for ifname: "xdp"
-// (native), "xdpgeneric", or "" for none.
+// (native), "xdpgeneric", or "" for none. The whole output is scanned:
+// `ip netns exec` may print warnings of its own first.
 func xdpOn(t *testing.T, ns *netns.NS, ifname string) string {
 	t.Helper()
-	out := exec(t, ns, "ip", "link", "show", "dev", ifname)
-	first, _, _ := strings.Cut(out, "\n")
-	for _, f := range strings.Fields(first) {
+	out := exec(t, ns, "ip", "-o", "link", "show", "dev", ifname)
+	for _, f := range strings.Fields(out) {
 		// "xdp", "xdpgeneric"; older iproute2 prints "xdp/id:N".
-		if kind, _, _ := strings.Cut(f, "/"); strings.HasPrefix(kind, "xdp") {
+		kind, _, _ := strings.Cut(f, "/")
+		switch kind {
+		case "xdp", "xdpgeneric", "xdpdrv", "xdpoffload", "xdpmulti":
 			return kind
 		}
+	}
+	if !strings.Contains(out, ifname) {
+		t.Fatalf("ip link show %s: unexpected output %q", ifname, out)
 	}
 	return ""
 }
@@ -105,7 +111,24 @@ func listen(t *testing.T, ns *netns.NS, addr netip.AddrPort) *net.UDPConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
+	bigBuffer(t, c)
 	return c
+}
+
+// bigBuffer gives c an 8 MiB receive buffer (SO_RCVBUFFORCE, root), so a
+// slow reader under -race loses nothing.
+func bigBuffer(t *testing.T, c *net.UDPConn) {
+	t.Helper()
+	raw, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var serr error
+	if err := raw.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 8<<20)
+	}); err != nil || serr != nil {
+		t.Fatalf("SO_RCVBUFFORCE: %v %v", err, serr)
+	}
 }
 
 // receiver counts datagrams arriving on c in the background.

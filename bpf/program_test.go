@@ -144,7 +144,8 @@ func TestAttach(t *testing.T) {
 				t.Errorf("Mode() = %v, Ifindex() = %d; want %v, %d", e.prog.Mode(), e.prog.Ifindex(), tc.want, e.ifindex)
 			}
 			if got := xdpOn(t, e.B, e.BIf); got != tc.ip {
-				t.Errorf("ip link shows %q, want %q", got, tc.ip)
+				out, _ := e.B.Exec("ip", "-d", "link", "show", "dev", e.BIf)
+				t.Errorf("ip link shows %q, want %q:\n%s", got, tc.ip, out)
 			}
 			// The same program again, and a second program in every mode.
 			err := e.B.Do(func() error { return e.prog.Attach(e.ifindex, tc.mode) })

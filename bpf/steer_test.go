@@ -351,6 +351,7 @@ func TestSteerMulticast(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bigBuffer(t, c)
 	kern := receive(t, c)
 
 	before := settled(t, e.prog)
