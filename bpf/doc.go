@@ -75,7 +75,10 @@
 //
 // # Attaching
 //
-// The program is attached through a BPF link (kernel ≥ 5.9). ModeAuto tries
+// The program is compiled with -mcpu=v3 and uses an atomic fetch-and-add,
+// so it needs kernel ≥ 5.12; it is attached through a BPF link (≥ 5.9).
+// Attach looks the ifindex up in the network namespace of the calling
+// thread. ModeAuto tries
 // native (driver) mode and falls back to generic (skb) mode only when the
 // driver has no native XDP; an interface that already has an XDP program is
 // ErrBusy in any mode. Close detaches and frees everything; the AF_XDP
