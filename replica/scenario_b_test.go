@@ -56,21 +56,25 @@ func TestUnicastDuplicatesDropped(t *testing.T) {
 func TestHubServesMirrorAgain(t *testing.T) {
 	netns.Require(t)
 	for _, tc := range []struct {
-		name string
-		hub  replica.From
-	}{{"oldest", fromOldest}, {"late", replica.From{Mode: replica.FromLatest}}} {
+		name, mode string
+		hub        replica.From
+	}{{"oldest", "unicast", fromOldest}, {"late", "unicast", replica.From{Mode: replica.FromLatest}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			lan, src := lanSource(t, 3, 8192)
 			src.push(1000)
-			src.serve(replica.ServerConfig{UDPPort: 7403})
-			hubM := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{Unicast: true, From: tc.hub}, nil)
+			scfg, mcfg := transportConfigs(tc.mode)
+			src.serve(scfg)
+			mcfg.From = tc.hub
+			hubM := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, mcfg, nil)
 			hubM.waitFor(1000, 10*time.Second) // the hub ring exists
 			hubFirst := uint64(1)
 			if tc.hub.Mode == replica.FromLatest {
 				hubFirst = 1000
 			}
-			hub := serveMirror(t, lan.Hosts[1], lan.Addrs[1], hubM, replica.ServerConfig{UDPPort: 7404})
-			leaf := startMirror(t, lan.Hosts[2], lan.Addrs[2], hub, replica.MirrorConfig{Unicast: true, From: fromOldest}, nil)
+			scfg.UDPPort = 7404
+			hub := serveMirror(t, lan.Hosts[1], lan.Addrs[1], hubM, scfg)
+			mcfg.From = fromOldest
+			leaf := startMirror(t, lan.Hosts[2], lan.Addrs[2], hub, mcfg, nil)
 			src.pushPaced(2000, 40, 200*time.Microsecond)
 			waitDatagrams(t, leaf)
 			src.pushPaced(2000, 40, 200*time.Microsecond)
@@ -91,7 +95,7 @@ func TestHubServesMirrorAgain(t *testing.T) {
 			if lst.Gaps != hubFirst-1 || lst.Records != last-hubFirst+1 {
 				t.Fatalf("leaf wrote %d records and skipped %d, want %d and %d", lst.Records, lst.Gaps, last-hubFirst+1, hubFirst-1)
 			}
-			if hsrv.Frames == 0 || lst.Transport != "udp unicast" || lst.Connects != 1 {
+			if hsrv.Frames == 0 || lst.Transport != transportLabel(tc.mode) || lst.Connects != 1 {
 				t.Fatalf("the hub did not serve the leaf by UDP: server %+v, leaf %+v", hsrv, lst)
 			}
 			// The hub's hole is a hole on the leaf too, not a record.
@@ -157,21 +161,27 @@ func TestHubResumedHoleReachesLiveLeaf(t *testing.T) {
 	sameSlots(t, src.path, leaf.path, 1)
 }
 
+// TestMulticastLAN: one source, three mirrors on a bridge, over kernel UDP
+// and over AF_XDP at every end.
 func TestMulticastLAN(t *testing.T) {
-	lan, src := lanSource(t, 4, 8192)
-	src.push(1000)
-	src.serve(replica.ServerConfig{Multicast: mcastGroup()})
-	var mrs []*mirror
-	for i := 1; i < 4; i++ {
-		mrs = append(mrs, startMirror(t, lan.Hosts[i], lan.Addrs[i], src, replica.MirrorConfig{From: fromOldest}, nil))
-	}
-	src.pushPaced(5000, 50, 200*time.Microsecond)
-	const last = 6000
-	sst := finishAll(t, src, mrs, last, "udp multicast")
-	// One multicast datagram per frame reached all three mirrors.
-	if sst.Frames == 0 || sst.Datagrams > sst.Frames+sst.Heartbeats {
-		t.Fatalf("server stats %+v: want one datagram per frame", sst)
-	}
+	eachMode(t, []string{"multicast", "xdp-multicast"}, func(t *testing.T, mode string) {
+		lan, src := lanSource(t, 4, 8192)
+		src.push(1000)
+		scfg, mcfg := transportConfigs(mode)
+		mcfg.From = fromOldest
+		src.serve(scfg)
+		var mrs []*mirror
+		for i := 1; i < 4; i++ {
+			mrs = append(mrs, startMirror(t, lan.Hosts[i], lan.Addrs[i], src, mcfg, nil))
+		}
+		src.pushPaced(5000, 50, 200*time.Microsecond)
+		const last = 6000
+		sst := finishAll(t, src, mrs, last, transportLabel(mode))
+		// One multicast datagram per frame reached all three mirrors.
+		if sst.Frames == 0 || sst.Datagrams > sst.Frames+sst.Heartbeats {
+			t.Fatalf("server stats %+v: want one datagram per frame", sst)
+		}
+	})
 }
 
 // TestNakAnswerGapStaysInRange plays a mirror by hand: it NAKs records the

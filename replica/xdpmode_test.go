@@ -29,6 +29,14 @@ func baseMode(mode string) string {
 	return mode
 }
 
+// transportLabel is the mirror's Transport statistic in a datagram mode.
+func transportLabel(mode string) string {
+	if strings.HasPrefix(mode, "xdp-") || strings.HasPrefix(mode, "xdpmir-") {
+		return "xdp " + baseMode(mode)
+	}
+	return "udp " + baseMode(mode)
+}
+
 // xdpSides applies the AF_XDP transports a mode asks for to the configs.
 func xdpSides(mode string, scfg *replica.ServerConfig, mcfg *replica.MirrorConfig) {
 	src := strings.HasPrefix(mode, "xdp-") || strings.HasPrefix(mode, "xdpsrc-")
