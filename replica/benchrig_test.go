@@ -27,6 +27,26 @@ import (
 	"github.com/ringfire/ringfire/shm"
 )
 
+// benchRecordSize is the record size of the benchmarks: 64-byte synth
+// records (their whole 64 bytes are payload: seq, stamp, checksum and 40
+// bytes of filler), in 72-byte ring slots (8 bytes of slot header). A
+// datagram of the default MTU (1472 bytes of UDP payload, a 16-byte frame
+// header) carries 22 of them. The tests use 56-byte records (recordSize).
+const benchRecordSize = 64
+
+// newBenchSource is newSourceAt with benchRecordSize records.
+func newBenchSource(tb testing.TB, ns *netns.NS, addr netip.Addr, capacity uint64, path string) *source {
+	tb.Helper()
+	w, err := shm.Create(path, shm.RingConfig{PayloadSize: benchRecordSize, Capacity: capacity}, shm.CreateOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &source{tb: tb, ns: ns, addr: addr, path: path, w: w, rec: make([]byte, benchRecordSize)}
+	s.publish = s.pushSynth
+	tb.Cleanup(func() { s.close(); w.Close() })
+	return s
+}
+
 // pushRate writes n synthetic records open loop at rate records per
 // second: whenever it wakes it pushes every record due by then, then sleeps
 // briefly. It returns the largest burst pushed at once (Go sleeps last at
@@ -107,10 +127,10 @@ func newPingPong(tb testing.TB, mode string, spin bool) *pingPong {
 	netns.Require(tb)
 	p := netns.NewPair(tb)
 	dir := shmDir(tb)
-	pp := &pingPong{tb: tb, buf: make([]byte, recordSize), base: time.Now()}
+	pp := &pingPong{tb: tb, buf: make([]byte, benchRecordSize), base: time.Now()}
 
-	pp.a = newSourceAt(tb, p.A, p.AAddr, 4096, filepath.Join(dir, "A"))
-	pp.b = newSourceAt(tb, p.B, p.BAddr, 4096, filepath.Join(dir, "B"))
+	pp.a = newBenchSource(tb, p.A, p.AAddr, 4096, filepath.Join(dir, "A"))
+	pp.b = newBenchSource(tb, p.B, p.BAddr, 4096, filepath.Join(dir, "B"))
 	for i, s := range []*source{pp.a, pp.b} {
 		scfg, _ := dirConfigs(mode, i)
 		scfg.Linger = 0 // closed loop: no pacing
@@ -139,7 +159,7 @@ func newPingPong(tb testing.TB, mode string, spin bool) *pingPong {
 	pp.echoStop, pp.echoDone = cancel, make(chan error, 1)
 	go func() {
 		defer rdA.Close()
-		buf := make([]byte, recordSize)
+		buf := make([]byte, benchRecordSize)
 		for {
 			if _, err := rdA.RecvContext(ctx, buf); err != nil {
 				pp.echoDone <- ctx.Err()
