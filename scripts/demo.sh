@@ -3,10 +3,20 @@
 # serve multicasts it, and ringfire mirror keeps a copy on a "mirror host"
 # (a second network namespace joined by a veth pair) where a validating
 # reader and a rate monitor read the mirror ring. Needs root (namespaces).
+# Datagrams travel over AF_XDP on both hosts (DEMO_XDP=veth0, the default);
+# where AF_XDP cannot run, serve and mirror say why in one log line and use
+# kernel UDP. DEMO_XDP= (empty) runs kernel UDP from the start.
 set -euo pipefail
 BIN=${BIN:-bin/ringfire}
 SECS=${DEMO_SECONDS:-10}
 RATE=${DEMO_RATE:-200000}
+XDP=${DEMO_XDP-veth0}
+xdp=()
+via="kernel UDP"
+if [ -n "$XDP" ]; then
+	xdp=(--xdp "$XDP")
+	via="AF_XDP on $XDP"
+fi
 tag=rfdemo$$
 src=/dev/shm/$tag-source
 dst=/dev/shm/$tag-mirror
@@ -37,15 +47,15 @@ done
 in_src() { ip netns exec "$tag-src" "$@"; }
 in_mir() { ip netns exec "$tag-mir" "$@"; }
 
-echo "== source host 10.99.0.1: gen writes $RATE records/s into $src; serve multicasts it to 239.255.0.1:7401"
+echo "== source host 10.99.0.1: gen writes $RATE records/s into $src; serve multicasts it to 239.255.0.1:7401 ($via)"
 echo "== mirror host 10.99.0.2: mirror keeps $dst; tail validates every record; top prints rates"
 in_src "$BIN" gen "$src" --capacity 262144 --size 56 --rate "$RATE" --count $((RATE * (SECS + 2))) >/dev/null &
 pids+=($!)
 sleep 0.3
-in_src "$BIN" serve "$src" --bind 10.99.0.1:7400 --multicast 239.255.0.1:7401 --iface 10.99.0.1 --duration $((SECS + 3))s &
+in_src "$BIN" serve "$src" --bind 10.99.0.1:7400 --multicast 239.255.0.1:7401 --iface 10.99.0.1 "${xdp[@]}" --duration $((SECS + 3))s &
 pids+=($!)
 sleep 0.3
-in_mir "$BIN" mirror 10.99.0.1:7400 "$dst" --from latest --iface 10.99.0.2 --duration $((SECS + 2))s &
+in_mir "$BIN" mirror 10.99.0.1:7400 "$dst" --from latest --iface 10.99.0.2 "${xdp[@]}" --duration $((SECS + 2))s &
 mirror=$!
 pids+=($mirror)
 for _ in $(seq 50); do [ -e "$dst" ] && break; sleep 0.1; done

@@ -186,8 +186,12 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 		return
 	}
 	fmt.Fprintf(w, "serve: mirrors %d, write_seq %d, last sent %d, lag %d\n", st.Mirrors, st.WriteSeq, st.LastSent, st.Lag)
-	fmt.Fprintf(w, "  udp: frames %d, records %d, datagrams %d, sendmmsg calls %d, heartbeats %d, too large for a datagram %d\n",
-		st.Frames, st.Records, st.Datagrams, st.Syscalls, st.Heartbeats, st.Skipped)
+	via := st.Transport
+	if via == "" {
+		via = "datagrams"
+	}
+	fmt.Fprintf(w, "  %s: frames %d, records %d, datagrams %d, send calls %d, heartbeats %d, too large for a datagram %d\n",
+		via, st.Frames, st.Records, st.Datagrams, st.Syscalls, st.Heartbeats, st.Skipped)
 	fmt.Fprintf(w, "  tcp: frames %d, records %d; NAKs answered %d, retransmitted %d, gaps %d (%d records)\n",
 		st.TCPFrames, st.TCPRecord, st.NaksAnswered, st.Retransmitted, st.Gaps, st.GapRecords)
 	fmt.Fprintf(w, "  refused: connections %d, punches %d, datagrams %d\n", st.BadFrames, st.BadPunches, st.BadDatagram)

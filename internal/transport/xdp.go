@@ -22,7 +22,7 @@ import (
 
 // ErrUnavailable wraps every reason the AF_XDP path cannot be used here;
 // callers fall back to kernel UDP on it.
-var ErrUnavailable = errors.New("transport: AF_XDP unavailable")
+var ErrUnavailable = errors.New("transport: AF_XDP cannot be used")
 
 // XDPConfig configures an AF_XDP transport.
 type XDPConfig struct {
