@@ -12,9 +12,10 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ringfire ./cmd/ringfire
 
-# A synthetic producer writes a ring; serve multicasts it from one network
-# namespace to a mirror in another, where tail validates every record and
-# top prints the rates (about ten seconds; needs root).
+# A synthetic producer writes a ring; serve multicasts it over AF_XDP from
+# one network namespace to a mirror in another (falling back to kernel UDP
+# with the reason logged), where tail validates every record and top prints
+# the rates (about ten seconds; needs root). DEMO_XDP= uses kernel UDP.
 demo: build
 	BIN=$(BIN)/ringfire DEMO_SECONDS=$(DEMO_SECONDS) scripts/demo.sh
 
