@@ -228,7 +228,7 @@ func TestSteerXSK(t *testing.T) {
 			}
 			for i, s := range xsks {
 				st, err := s.Stats()
-				if err != nil || st.Rx_dropped != 0 || st.Rx_invalid_descs != 0 {
+				if err != nil || st.RXDropped != 0 || st.RXInvalid != 0 {
 					t.Errorf("XSK %d stats %+v, %v", i, st, err)
 				}
 			}
