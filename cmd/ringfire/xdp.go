@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/transport"
@@ -16,17 +17,22 @@ type xdpFlags struct {
 	iface   string // --xdp IFACE: carry datagrams over AF_XDP on IFACE
 	require bool   // --require-xdp: fail instead of falling back
 	mode    string // --xdp-mode auto|native|generic
+	busyUS  int    // --xdp-busy-poll-us: SO_BUSY_POLL on the AF_XDP sockets
 }
 
 func (x *xdpFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&x.iface, "xdp", "", "carry datagrams over AF_XDP on interface `IFACE` (falls back to kernel UDP)")
 	fs.BoolVar(&x.require, "require-xdp", false, "fail instead of falling back to kernel UDP when AF_XDP cannot be used")
 	fs.StringVar(&x.mode, "xdp-mode", "auto", "attach the XDP program in `mode` native, generic or auto")
+	fs.IntVar(&x.busyUS, "xdp-busy-poll-us", 0, "busy-poll the AF_XDP sockets for `µs` per call (0: off)")
 }
 
 func (x *xdpFlags) check() (bpf.Mode, error) {
 	if x.require && x.iface == "" {
 		return 0, usagef("--require-xdp needs --xdp IFACE")
+	}
+	if x.busyUS < 0 || x.busyUS > 1_000_000 {
+		return 0, usagef("--xdp-busy-poll-us %d: want 0..1000000", x.busyUS)
 	}
 	switch x.mode {
 	case "auto":
@@ -55,6 +61,7 @@ func (o *xdpOpener) open(cfg transport.XDPConfig) (replica.Transport, error) {
 		return nil, nil
 	}
 	cfg.Iface, cfg.Mode = o.flags.iface, o.mode
+	cfg.Socket.BusyPoll = time.Duration(o.flags.busyUS) * time.Microsecond
 	t, err := transport.NewXDP(cfg)
 	if err == nil {
 		st, _ := t.Stats()

@@ -70,7 +70,7 @@ func TestServeMirrorXDP(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := netns.NewPair(t)
-			srv, mir := replicate(t, p, append(tc.serve, "--xdp", "veth0", "--require-xdp"),
+			srv, mir := replicate(t, p, append(tc.serve, "--xdp", "veth0", "--require-xdp", "--xdp-busy-poll-us", "50"),
 				append(tc.mirr, "--xdp", "veth0", "--require-xdp", "--xdp-mode", "native"))
 			wantContains(t, "mirror output", mir.out.String(), "mirror: xdp "+tc.name, "next 20001", "gaps 0")
 			wantContains(t, "serve output", srv.out.String(), "  xdp: frames")
@@ -154,6 +154,7 @@ func TestXDPFlagErrors(t *testing.T) {
 		{[]string{"serve", ring, "--xdp", "veth0", "--udp", "7403", "--xdp-mode", "fast"}, "--xdp-mode"},
 		{[]string{"mirror", "127.0.0.1:1", "m", "--require-xdp"}, "--require-xdp needs --xdp"},
 		{[]string{"mirror", "127.0.0.1:1", "m", "--xdp", "x", "--xdp-mode", "hw"}, "--xdp-mode"},
+		{[]string{"mirror", "127.0.0.1:1", "m", "--xdp", "x", "--xdp-busy-poll-us", "-1"}, "--xdp-busy-poll-us"},
 	} {
 		_, _, err := runCmd(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
