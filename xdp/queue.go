@@ -58,38 +58,44 @@ func (r *ring) release(n uint32) {
 
 func (r *ring) needWakeup() bool { return r.flags.Load()&needWakeup != 0 }
 
-// FillQueue gives the kernel frames to receive into.
-type FillQueue struct {
+// producer is a ring we produce into: reserve entries, set them, notify.
+type producer[T any] struct {
 	ring
-	addrs []uint64
+	entries []T
 }
 
 // Reserve claims up to n entries; it returns how many and the first index.
-func (q *FillQueue) Reserve(n uint32) (nReserved, index uint32) { return q.reserve(n) }
+func (q *producer[T]) Reserve(n uint32) (nReserved, index uint32) { return q.reserve(n) }
 
-// Set writes the frame address of reserved entry index.
-func (q *FillQueue) Set(index uint32, addr uint64) { q.addrs[index&q.mask] = addr }
+// Set writes reserved entry index.
+func (q *producer[T]) Set(index uint32, v T) { q.entries[index&q.mask] = v }
 
 // Notify publishes the reserved entries.
-func (q *FillQueue) Notify() { q.notify() }
+func (q *producer[T]) Notify() { q.notify() }
 
-// NeedWakeup reports whether the kernel asks for a syscall to process it.
-func (q *FillQueue) NeedWakeup() bool { return q.needWakeup() }
+// NeedWakeup reports whether the kernel asks for a syscall to process them.
+func (q *producer[T]) NeedWakeup() bool { return q.needWakeup() }
 
-// CompletionQueue returns the frames the kernel has sent.
-type CompletionQueue struct {
+// consumer is a ring the kernel produces into: peek, get, release.
+type consumer[T any] struct {
 	ring
-	addrs []uint64
+	entries []T
 }
 
-// Peek returns the number of completed frames and the first index.
-func (q *CompletionQueue) Peek() (n, index uint32) { return q.peek() }
+// Peek returns the number of entries ready and the first index.
+func (q *consumer[T]) Peek() (n, index uint32) { return q.peek() }
 
-// Get returns the frame address of entry index.
-func (q *CompletionQueue) Get(index uint32) uint64 { return q.addrs[index&q.mask] }
+// Get returns entry index.
+func (q *consumer[T]) Get(index uint32) T { return q.entries[index&q.mask] }
 
-// Release hands n entries back.
-func (q *CompletionQueue) Release(n uint32) { q.release(n) }
+// Release hands n entries back to the kernel.
+func (q *consumer[T]) Release(n uint32) { q.release(n) }
+
+// FillQueue gives the kernel frames (UMEM addresses) to receive into.
+type FillQueue struct{ producer[uint64] }
+
+// CompletionQueue returns the frames the kernel has sent.
+type CompletionQueue struct{ consumer[uint64] }
 
 // Desc is a frame in the UMEM (struct xdp_desc).
 type Desc struct {
@@ -99,34 +105,7 @@ type Desc struct {
 }
 
 // RXQueue holds the frames the kernel received.
-type RXQueue struct {
-	ring
-	descs []Desc
-}
-
-// Peek returns the number of received frames and the first index.
-func (q *RXQueue) Peek() (n, index uint32) { return q.peek() }
-
-// Get returns the descriptor of entry index.
-func (q *RXQueue) Get(index uint32) Desc { return q.descs[index&q.mask] }
-
-// Release hands n entries back.
-func (q *RXQueue) Release(n uint32) { q.release(n) }
+type RXQueue struct{ consumer[Desc] }
 
 // TXQueue holds the frames to send.
-type TXQueue struct {
-	ring
-	descs []Desc
-}
-
-// Reserve claims up to n entries; it returns how many and the first index.
-func (q *TXQueue) Reserve(n uint32) (nReserved, index uint32) { return q.reserve(n) }
-
-// Set writes the descriptor of reserved entry index.
-func (q *TXQueue) Set(index uint32, d Desc) { q.descs[index&q.mask] = d }
-
-// Notify publishes the reserved entries.
-func (q *TXQueue) Notify() { q.notify() }
-
-// NeedWakeup reports whether the kernel asks for a sendto to send them.
-func (q *TXQueue) NeedWakeup() bool { return q.needWakeup() }
+type TXQueue struct{ producer[Desc] }

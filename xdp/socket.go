@@ -150,16 +150,16 @@ func (s *Socket) mapRings() error {
 		return err
 	}
 	n := s.cfg.RingSize
-	if s.Fill.ring, s.Fill.addrs, err = mapAddrRing(s.fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, n); err != nil {
+	if s.Fill.ring, s.Fill.entries, err = mapAddrRing(s.fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, n); err != nil {
 		return err
 	}
-	if s.Completion.ring, s.Completion.addrs, err = mapAddrRing(s.fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, n); err != nil {
+	if s.Completion.ring, s.Completion.entries, err = mapAddrRing(s.fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, n); err != nil {
 		return err
 	}
-	if s.RX.ring, s.RX.descs, err = mapDescRing(s.fd, off.Rx, unix.XDP_PGOFF_RX_RING, n); err != nil {
+	if s.RX.ring, s.RX.entries, err = mapDescRing(s.fd, off.Rx, unix.XDP_PGOFF_RX_RING, n); err != nil {
 		return err
 	}
-	s.TX.ring, s.TX.descs, err = mapDescRing(s.fd, off.Tx, unix.XDP_PGOFF_TX_RING, n)
+	s.TX.ring, s.TX.entries, err = mapDescRing(s.fd, off.Tx, unix.XDP_PGOFF_TX_RING, n)
 	return err
 }
 
