@@ -23,8 +23,8 @@ import (
 
 // The transport modes: every one, and those carrying datagrams.
 var (
-	allModes = []string{"tcp", "multicast", "unicast", "xdp-multicast", "xdp-unicast"}
-	udpModes = []string{"multicast", "unicast", "xdp-multicast", "xdp-unicast"}
+	allModes = []string{"tcp", "multicast", "unicast", "xdp-multicast", "xdp-unicast", "xdpgen-multicast", "xdpgen-unicast"}
+	udpModes = allModes[1:]
 )
 
 // fromOldest starts a mirror at the oldest record the source retains.

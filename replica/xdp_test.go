@@ -56,7 +56,8 @@ func watchXDP(scfg *replica.ServerConfig, mcfg *replica.MirrorConfig) (srv, mir 
 // with kernel UDP: the mirror names its transport and counts datagrams; the
 // AF_XDP ends count the frames they moved and the program redirected.
 func TestXDPCarriesDatagrams(t *testing.T) {
-	eachMode(t, append(xdpModes, mixedModes...), func(t *testing.T, mode string) {
+	modes := append(append(append([]string{}, xdpModes...), genericModes...), mixedModes...)
+	eachMode(t, modes, func(t *testing.T, mode string) {
 		p := netns.NewPair(t)
 		src := newSource(t, p.A, p.AAddr, 8192)
 		scfg, mcfg := transportConfigs(mode)
@@ -71,7 +72,7 @@ func TestXDPCarriesDatagrams(t *testing.T) {
 		if scfg.NewTransport != nil {
 			name = "xdp"
 			xs, err := so.last(t).Stats()
-			if err != nil || xs.Sent == 0 || xs.Socket.TXFrames == 0 {
+			if err != nil || xs.Sent == 0 || xs.Socket.TXFrames == 0 || xs.Attach != attachMode(mode) {
 				t.Fatalf("server AF_XDP sent nothing: %+v, %v", xs, err)
 			}
 		}
@@ -81,7 +82,7 @@ func TestXDPCarriesDatagrams(t *testing.T) {
 		want := transportLabel(mode)
 		if mcfg.NewTransport != nil {
 			xs, err := mo.last(t).Stats()
-			if err != nil || xs.Received == 0 || xs.Program.Redirected < xs.Received {
+			if err != nil || xs.Received == 0 || xs.Program.Redirected < xs.Received || xs.Attach != attachMode(mode) {
 				t.Fatalf("mirror AF_XDP received nothing: %+v, %v", xs, err)
 			}
 		}
@@ -92,12 +93,19 @@ func TestXDPCarriesDatagrams(t *testing.T) {
 	})
 }
 
+func attachMode(mode string) string {
+	if strings.HasPrefix(mode, "xdpgen-") {
+		return "generic"
+	}
+	return "native"
+}
+
 // Loss injected by the steering program's fault map is repaired by NAKs,
 // whether the mirror receives over AF_XDP (the program drops before
 // redirecting) or over kernel UDP (the program is loaded with the flow and
 // no socket: what it does not drop passes to the kernel).
 func TestFaultMapLossRepaired(t *testing.T) {
-	modes := []string{"xdp-multicast", "xdp-unicast", "multicast", "xdpsrc-unicast"}
+	modes := []string{"xdp-multicast", "xdp-unicast", "xdpgen-unicast", "multicast", "xdpsrc-unicast"}
 	eachMode(t, modes, func(t *testing.T, mode string) {
 		p := netns.NewPair(t)
 		src := newSource(t, p.A, p.AAddr, 16384)
