@@ -87,7 +87,7 @@ const zeroLossRecords = 2_000_000
 
 // pacedRates are the offered loads of the paced sweep, records/s; one op
 // pushes pacedWindow's worth of records.
-var pacedRates = []int{100_000, 200_000, 400_000, 800_000}
+var pacedRates = []int{200_000, 400_000, 800_000, 1_600_000, 3_200_000}
 
 const pacedWindow = 250 * time.Millisecond
 
@@ -102,11 +102,12 @@ const pacedWindow = 250 * time.Millisecond
 func BenchmarkZeroLossRate(b *testing.B) {
 	for _, mode := range allModes {
 		b.Run(mode, func(b *testing.B) {
-			b.Run("max", func(b *testing.B) { benchZeroLoss(b, mode, 0) })
+			b.Run("max", func(b *testing.B) { benchZeroLoss(b, mode, 0, false) })
+			b.Run("max-spin", func(b *testing.B) { benchZeroLoss(b, mode, 0, true) })
 			best, clean := 0, 0
 			for _, rate := range pacedRates {
 				b.Run(fmt.Sprintf("paced-%dk", rate/1000), func(b *testing.B) {
-					r := benchZeroLoss(b, mode, rate)
+					r := benchZeroLoss(b, mode, rate, false)
 					if r.gaps == 0 && r.delivered == r.pushed {
 						best = max(best, rate)
 						if r.retransmitted == 0 {
@@ -125,13 +126,16 @@ type zeroLossResult struct {
 	pushed, delivered, gaps, retransmitted uint64
 }
 
-func benchZeroLoss(b *testing.B, mode string, rate int) zeroLossResult {
+func benchZeroLoss(b *testing.B, mode string, rate int, spin bool) zeroLossResult {
 	netns.Require(b)
 	p := netns.NewPair(b)
 	dir := shmDir(b)
 	src := newBenchSource(b, p.A, p.AAddr, 1<<21, filepath.Join(dir, "source"))
-	scfg, mcfg := transportConfigs(mode)
+	scfg, mcfg := benchConfigs(mode, 0)
 	scfg.Linger = -1 // adaptive, as `ringfire serve` does by default
+	scfg.Spin, mcfg.Spin = spin, spin
+	var probe transportProbe
+	probe.wrap(&scfg, &mcfg)
 	src.serve(scfg)
 	mr := startBenchMirror(b, p.B, p.BAddr, src, dir, "mirror", mcfg)
 	ring, err := shm.Open(mr.path, shm.OpenOptions{})
@@ -178,6 +182,7 @@ func benchZeroLoss(b *testing.B, mode string, rate int) zeroLossResult {
 	if rate > 0 {
 		b.ReportMetric(float64(maxBurst), "max-burst")
 	}
+	probe.log(b)
 	if r.gaps > 0 || r.delivered != pushed {
 		b.Logf("%s at %d records/s: %d gaps, %d of %d delivered; mirror %+v", mode, rate, r.gaps, r.delivered, pushed, st)
 	}

@@ -18,11 +18,13 @@ import (
 	"net/netip"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
+	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -42,10 +44,24 @@ func newBenchSource(tb testing.TB, ns *netns.NS, addr netip.Addr, capacity uint6
 		tb.Fatal(err)
 	}
 	s := &source{tb: tb, ns: ns, addr: addr, path: path, w: w, rec: make([]byte, benchRecordSize)}
-	s.publish = s.pushSynth
+	var stamp uint64
+	s.publish = func(seq uint64) error {
+		// One clock read per stampEvery records: on this VM a read costs
+		// about half a microsecond, which would cap the producer near 2 M
+		// records/s, below what the transports carry.
+		if seq%stampEvery == 0 || stamp == 0 {
+			stamp = uint64(time.Now().UnixNano())
+		}
+		synth.Fill(s.rec, seq, stamp)
+		_, err := s.w.Push(s.rec)
+		return err
+	}
 	tb.Cleanup(func() { s.close(); w.Close() })
 	return s
 }
+
+// stampEvery is how many records of a benchmark source share a timestamp.
+const stampEvery = 64
 
 // pushRate writes n synthetic records open loop at rate records per
 // second: whenever it wakes it pushes every record due by then, then sleeps
@@ -107,7 +123,8 @@ func (mr *mirror) freshStats(next uint64) replica.MirrorStats {
 
 // pingPong is the closed loop of BenchmarkRoundTrip: ring A (ns A) is
 // mirrored to A' (ns B); an echo goroutine copies every record of A' into
-// ring B (ns B), mirrored back to B' (ns A), which the pinger busy-polls.
+// ring B (ns B'), mirrored back to B' (ns A'), which the pinger
+// busy-polls. A–B and B'–A' are two veth pairs (see newPingPong).
 type pingPong struct {
 	tb     testing.TB
 	a, b   *source
@@ -125,23 +142,29 @@ type pingPong struct {
 func newPingPong(tb testing.TB, mode string, spin bool) *pingPong {
 	tb.Helper()
 	netns.Require(tb)
-	p := netns.NewPair(tb)
+	// One veth pair per direction: an AF_XDP transport owns its interface's
+	// XDP program, so a namespace cannot hold a source's and a mirror's
+	// AF_XDP transport on one interface. Every mode runs on the same
+	// topology. Ring A's source is in p.A, its mirror in p.B; ring B's
+	// source is in q.B, its mirror in q.A (the echo and the pinger are in
+	// this process: rings are files, namespaces only hold sockets).
+	p, q := netns.NewPair(tb), netns.NewPair(tb)
 	dir := shmDir(tb)
 	pp := &pingPong{tb: tb, buf: make([]byte, benchRecordSize), base: time.Now()}
 
 	pp.a = newBenchSource(tb, p.A, p.AAddr, 4096, filepath.Join(dir, "A"))
-	pp.b = newBenchSource(tb, p.B, p.BAddr, 4096, filepath.Join(dir, "B"))
+	pp.b = newBenchSource(tb, q.B, q.BAddr, 4096, filepath.Join(dir, "B"))
 	for i, s := range []*source{pp.a, pp.b} {
-		scfg, _ := dirConfigs(mode, i)
+		scfg, _ := benchConfigs(mode, i)
 		scfg.Linger = 0 // closed loop: no pacing
 		scfg.Spin = spin
 		s.serve(scfg)
 	}
-	_, mcfgA := dirConfigs(mode, 0)
-	_, mcfgB := dirConfigs(mode, 1)
+	_, mcfgA := benchConfigs(mode, 0)
+	_, mcfgB := benchConfigs(mode, 1)
 	mcfgA.Spin, mcfgB.Spin = spin, spin
 	pp.ma = startBenchMirror(tb, p.B, p.BAddr, pp.a, dir, "A-mirror", mcfgA)
-	pp.mb = startBenchMirror(tb, p.A, p.AAddr, pp.b, dir, "B-mirror", mcfgB)
+	pp.mb = startBenchMirror(tb, q.A, q.AAddr, pp.b, dir, "B-mirror", mcfgB)
 
 	// The echo host's consumer sleeps on the mirror ring's futex (a
 	// busy-polling echo as well as a busy-polling pinger would take both
@@ -238,3 +261,65 @@ func (pp *pingPong) check(seq uint64, stamp time.Duration) {
 }
 
 func fmtStats(v any) string { return fmt.Sprintf("%+v", v) }
+
+// transportProbe keeps the datagram transports a server and a mirror
+// opened, to log their counters (AF_XDP's say where datagrams were lost).
+type transportProbe struct {
+	mu   sync.Mutex
+	open []replica.Transport
+}
+
+func (tp *transportProbe) keep(t replica.Transport) replica.Transport {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	tp.open = append(tp.open, t)
+	return t
+}
+
+// wrap makes the configs hand their transports to tp (AF_XDP modes only:
+// kernel UDP has no counters of its own).
+func (tp *transportProbe) wrap(scfg *replica.ServerConfig, mcfg *replica.MirrorConfig) {
+	if open := scfg.NewTransport; open != nil {
+		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
+			t, err := open(u)
+			if err != nil {
+				return nil, err
+			}
+			return tp.keep(t), nil
+		}
+	}
+	if mcfg.NewTransport != nil {
+		mcfg.NewTransport = wrapTransport(mcfg.NewTransport, tp.keep)
+	}
+}
+
+// log logs the counters of the transports that have them.
+func (tp *transportProbe) log(tb testing.TB) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	for _, t := range tp.open {
+		if x, ok := t.(*transport.XDP); ok {
+			if st, err := x.Stats(); err == nil {
+				tb.Logf("%s transport: %+v", x.LocalAddr(), st)
+			}
+		}
+	}
+}
+
+// benchConfigs are dirConfigs with the AF_XDP transports opened as
+// `ringfire serve/mirror --xdp veth0` opens them: the xdp package's default
+// socket sizes (2048-entry rings; the tests use 1024 to fit many sockets).
+func benchConfigs(mode string, dir int) (replica.ServerConfig, replica.MirrorConfig) {
+	scfg, mcfg := dirConfigs(mode, dir)
+	if scfg.NewTransport != nil {
+		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
+			return transport.NewXDP(transport.ForServer(transport.XDPConfig{Iface: testIface}, u))
+		}
+	}
+	if mcfg.NewTransport != nil {
+		mcfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
+			return transport.NewXDP(transport.ForMirror(transport.XDPConfig{Iface: testIface}, s))
+		}
+	}
+	return scfg, mcfg
+}

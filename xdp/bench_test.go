@@ -232,7 +232,7 @@ func rawTX(b *testing.B, p *netns.Pair, size int) func() int {
 // an AF_XDP socket, and returns a receiver that takes what the RX ring
 // holds; with poll, it parks in an xdp.Poller while the ring is empty
 // (up to 10 ms).
-func rawRX(b *testing.B, p *netns.Pair, poll bool) func() int {
+func rawRX(b testing.TB, p *netns.Pair, poll bool) func() int {
 	var (
 		prog *bpf.Program
 		s    *xdp.Socket
@@ -376,7 +376,7 @@ func recvBatches(b *testing.B, t replica.Transport, wait time.Duration) func() i
 }
 
 // benchMAC is the MAC address of interface name in ns.
-func benchMAC(b *testing.B, ns *netns.NS, name string) (m pkt.MAC) {
+func benchMAC(b testing.TB, ns *netns.NS, name string) (m pkt.MAC) {
 	err := ns.Do(func() error {
 		ifi, err := net.InterfaceByName(name)
 		if err != nil {
@@ -389,4 +389,52 @@ func benchMAC(b *testing.B, ns *netns.NS, name string) (m pkt.MAC) {
 		b.Fatal(err)
 	}
 	return m
+}
+
+// One SubmitTX of more frames than the kernel sends per system call in
+// copy mode (32) sends them all, without a later kick.
+func TestSubmitSendsAll(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	rx := rawRX(t, p, false)
+	var s *xdp.Socket
+	err := p.A.Do(func() error {
+		ifi, err := net.InterfaceByName(p.AIf)
+		if err != nil {
+			return err
+		}
+		s, err = xdp.Open(ifi.Index, 0, xdp.Config{RingSize: 256, Bind: xdp.BindCopy})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tmpl, err := pkt.NewTemplate(pkt.Header{
+		Dst: benchMAC(t, p.B, p.BIf), Src: benchMAC(t, p.A, p.AIf),
+		SrcAddr: netip.AddrPortFrom(p.AAddr, blastPort), DstAddr: netip.AddrPortFrom(p.BAddr, blastPort),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	if k := s.ReserveTX(n); k != n {
+		t.Fatalf("reserved %d of %d", k, n)
+	}
+	lens := make([]int, n)
+	for i := range lens {
+		lens[i] = tmpl.Build(s.TXFrame(i), make([]byte, 64), uint16(i))
+	}
+	if err := s.SubmitTX(lens); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for deadline := time.Now().Add(2 * time.Second); got < n && time.Now().Before(deadline); {
+		got += rx()
+		time.Sleep(time.Millisecond)
+	}
+	if got != n {
+		st, _ := s.Stats()
+		t.Fatalf("received %d of %d frames submitted at once (sender %+v)", got, n, st)
+	}
 }

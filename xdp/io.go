@@ -146,15 +146,28 @@ func (s *Socket) SubmitTX(lens []int) error {
 
 // Kick asks the kernel to send what the TX ring holds, when it needs a
 // syscall for that (always without need_wakeup, and in copy mode).
+//
+// In copy mode one sendto transmits at most 32 frames and returns EAGAIN
+// while more wait in the TX ring: Kick calls again as long as each call
+// takes frames off the ring, so that everything submitted leaves now and
+// not at the next kick. It stops when the ring is empty, or when a call
+// took nothing (the device is busy: the next kick goes on).
 func (s *Socket) Kick() error {
 	if !s.cfg.NoNeedWakeup && !s.TX.NeedWakeup() {
 		return nil
 	}
-	s.tx.kicks.add(1)
+	left := s.txQueued()
 	for {
+		s.tx.kicks.add(1)
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
-		case 0, unix.EAGAIN, unix.EBUSY, unix.ENOBUFS:
+		case unix.EAGAIN:
+			if now := s.txQueued(); now > 0 && now < left {
+				left = now
+				continue // the kernel's per-call budget ran out
+			}
+			return nil
+		case 0, unix.EBUSY, unix.ENOBUFS:
 			return nil // sent, or the kernel will go on with it
 		case unix.EINTR:
 			continue
@@ -164,6 +177,9 @@ func (s *Socket) Kick() error {
 		return os.NewSyscallError("sendto", e)
 	}
 }
+
+// txQueued is how many TX ring entries the kernel has not taken yet.
+func (s *Socket) txQueued() uint32 { return s.TX.local - s.TX.consumer.Load() }
 
 // Stats are a socket's counters: ours and the kernel's XDP_STATISTICS.
 type Stats struct {
