@@ -78,16 +78,21 @@ func (x *XDP) SendBatch(ms []replica.Message) (int, error) {
 		}
 		n, err := t.fill(ms[done:done+k], k, now)
 		done += n
-		if err != nil {
-			t.sock.SubmitTX(t.lens)
-			return done, err
+		if serr := t.submit(); err == nil {
+			err = serr
 		}
-		if err := t.sock.SubmitTX(t.lens); err != nil {
+		if err != nil {
 			return done, err
 		}
 	}
-	x.st.sent.Add(uint64(done))
 	return done, nil
+}
+
+// submit queues the frames fill built and counts them as sent.
+func (t *txPath) submit() error {
+	err := t.sock.SubmitTX(t.lens)
+	t.x.st.sent.Add(uint64(len(t.lens)))
+	return err
 }
 
 // fill writes frames for up to k messages into the reserved TX frames and
