@@ -42,7 +42,7 @@ func (m BindMode) String() string {
 
 // Config sizes and tunes a socket. The zero value is usable.
 type Config struct {
-	RingSize  int      // entries of each of the four rings, a power of two (default 2048)
+	RingSize  int      // entries of each of the four rings, a power of two (default 4096)
 	FrameSize int      // UMEM frame size, 2048 or 4096 (default 2048)
 	Bind      BindMode // zero-copy, copy or auto (default auto)
 	// NoNeedWakeup turns need_wakeup off: the kernel then never waits for a
@@ -57,7 +57,7 @@ type Config struct {
 
 func (c *Config) defaults() error {
 	if c.RingSize == 0 {
-		c.RingSize = 2048
+		c.RingSize = 4096
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 2048
