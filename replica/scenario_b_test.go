@@ -58,7 +58,8 @@ func TestHubServesMirrorAgain(t *testing.T) {
 	for _, tc := range []struct {
 		name, mode string
 		hub        replica.From
-	}{{"oldest", "unicast", fromOldest}, {"late", "unicast", replica.From{Mode: replica.FromLatest}}} {
+	}{{"oldest", "unicast", fromOldest}, {"late", "unicast", replica.From{Mode: replica.FromLatest}},
+		{"xdp-oldest", "xdp-unicast", fromOldest}, {"xdp-late", "xdp-unicast", replica.From{Mode: replica.FromLatest}}} {
 		t.Run(tc.name, func(t *testing.T) {
 			lan, src := lanSource(t, 3, 8192)
 			src.push(1000)

@@ -14,6 +14,7 @@ type rxState struct {
 	pending, index uint32 // frames handed out by Receive, not yet released
 	frames, bytes  counter
 	wakeups        counter
+	pollWakeups    atomic.Uint64 // by pollers, from any goroutine
 }
 
 // counter has one writer and any number of readers (Stats).
@@ -80,10 +81,11 @@ func (s *Socket) wakeRX() {
 	unix.Syscall6(unix.SYS_RECVFROM, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 }
 
-// Readable reports whether received frames wait in the RX ring.
+// Readable reports whether received frames wait in the RX ring. It reads
+// only the shared indices, so any goroutine may call it while another
+// receives.
 func (s *Socket) Readable() bool {
-	n, _ := s.RX.Peek()
-	return n > 0
+	return s.RX.ring.producer.Load() != s.RX.ring.consumer.Load()
 }
 
 // Complete moves the frames the kernel finished sending back to the free
@@ -210,7 +212,7 @@ func (s *Socket) Stats() (Stats, error) {
 	return Stats{
 		RXFrames: s.rx.frames.load(), RXBytes: s.rx.bytes.load(),
 		TXFrames: s.tx.frames.load(), TXBytes: s.tx.bytes.load(),
-		Kicks: s.tx.kicks.load(), FillWakeups: s.rx.wakeups.load(), TXFull: s.tx.full.load(),
+		Kicks: s.tx.kicks.load(), FillWakeups: s.rx.wakeups.load() + s.rx.pollWakeups.Load(), TXFull: s.tx.full.load(),
 		RXDropped: k.Rx_dropped, RXInvalid: k.Rx_invalid_descs, TXInvalid: k.Tx_invalid_descs,
 		RXRingFull: k.Rx_ring_full, FillRingEmpty: k.Rx_fill_ring_empty_descs, TXRingEmptyOps: k.Tx_ring_empty_descs,
 	}, nil

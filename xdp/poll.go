@@ -70,30 +70,47 @@ func pollFD(socks []*Socket) (int, error) {
 // Wait returns when a socket has received frames (true), when timeout
 // passes (false; a negative timeout waits without limit), or with
 // ErrClosed once Close was called.
-func (p *Poller) Wait(timeout time.Duration) (bool, error) {
-	if p.ready() {
+func (p *Poller) Wait(timeout time.Duration) (bool, error) { return p.WaitFor(timeout, nil) }
+
+// WaitFor is Wait that also returns true once woken reports true; whoever
+// makes woken true calls Wake afterwards. A poller has one waiter at a time
+// (Go's poller parks one reader of a descriptor): give each goroutine that
+// waits its own poller of the same sockets.
+func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error) {
+	ready := func() bool { return (woken != nil && woken()) || p.ready() }
+	if ready() {
 		return true, nil
 	}
 	var dl time.Time
 	if timeout >= 0 {
 		dl = time.Now().Add(timeout)
 	}
-	if err := p.file.SetReadDeadline(dl); err != nil {
-		return false, p.closedOr(err)
+	for {
+		// Wake moves the deadline to the past: set ours before checking,
+		// so that a Wake after the check is not lost.
+		if err := p.file.SetReadDeadline(dl); err != nil {
+			return false, p.closedOr(err)
+		}
+		ok := false
+		err := p.rc.Read(func(uintptr) bool {
+			ok = ready()
+			return ok
+		})
+		switch {
+		case ok:
+			return true, nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return false, p.closedOr(err)
+		case !dl.IsZero() && !time.Now().Before(dl):
+			return false, nil
+		}
+		// A Wake that woken no longer reports: wait again, until our
+		// deadline.
 	}
-	ready := false
-	err := p.rc.Read(func(uintptr) bool {
-		ready = p.ready()
-		return ready
-	})
-	switch {
-	case ready:
-		return true, nil
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return false, nil
-	}
-	return false, p.closedOr(err)
 }
+
+// Wake makes the goroutine waiting in WaitFor (or Wait) check again.
+func (p *Poller) Wake() { p.file.SetReadDeadline(time.Unix(1, 0)) }
 
 // ready reports whether a socket has frames, waking any whose fill ring
 // asks for it (a zero-copy driver may wait for that before receiving).
@@ -103,7 +120,7 @@ func (p *Poller) ready() bool {
 			return true
 		}
 		if s.Fill.NeedWakeup() {
-			s.rx.wakeups.add(1)
+			s.rx.pollWakeups.Add(1)
 			s.wakeRX()
 		}
 	}

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -137,35 +138,64 @@ func TestNewXDPNoInterface(t *testing.T) {
 	t.Logf("error: %v", err)
 }
 
-// A second transport on the same interface fails with ErrUnavailable (the
-// program is attached already), and the first keeps working: its program
-// stays attached and its sockets keep receiving and sending.
-func TestNewXDPTwice(t *testing.T) {
+// Transports of one process on one interface share its program and
+// sockets: a second transport on another port works beside the first (each
+// gets the datagrams to its port, whichever of them drains the sockets),
+// one on a port already taken fails with ErrUnavailable, and closing the
+// second leaves the first working and the program attached.
+func TestTwoTransportsShareInterface(t *testing.T) {
 	xp := newXDPPair(t)
-	for _, cfg := range []transport.XDPConfig{
-		{Iface: "veth0"},
-		{Iface: "veth0", Bind: netip.AddrPortFrom(xp.p.BAddr, xp.b.LocalAddr().Port())}, // the same flow
-	} {
-		err := xp.p.B.Do(func() error {
-			x, err := transport.NewXDP(cfg)
-			if err == nil {
-				x.Close()
-			}
-			return err
+	var dup error
+	err := xp.p.B.Do(func() error {
+		_, dup = transport.NewXDP(transport.XDPConfig{Iface: "veth0", Bind: xp.b.LocalAddr()})
+		return nil
+	})
+	if err != nil || !errors.Is(dup, transport.ErrUnavailable) || !errContains(dup, "already has an AF_XDP transport") {
+		t.Fatalf("a second transport on the same port: %v; want ErrUnavailable", dup)
+	}
+	var second *transport.XDP
+	if err := xp.p.B.Do(func() (err error) {
+		second, err = transport.NewXDP(transport.XDPConfig{Iface: "veth0"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if second.LocalAddr().Port() == xp.b.LocalAddr().Port() {
+		t.Fatalf("both transports on port %d", second.LocalAddr().Port())
+	}
+	// Datagrams to both ports; each transport drains in turn and gets its own.
+	for i := range 50 {
+		sendAll(t, xp.a, []replica.Message{
+			{Buf: []byte(fmt.Sprintf("first %d", i)), Addr: xp.b.LocalAddr()},
+			{Buf: []byte(fmt.Sprintf("second %d", i)), Addr: second.LocalAddr()},
 		})
-		if !errors.Is(err, transport.ErrUnavailable) || !errContains(err, "veth0") {
-			t.Fatalf("second NewXDP(%+v) = %v; want ErrUnavailable", cfg, err)
+	}
+	got2 := recvN(t, second, 50, 2048)
+	got1 := recvN(t, xp.b, 50, 2048)
+	for i := range 50 {
+		if string(got1[i].data) != fmt.Sprintf("first %d", i) || string(got2[i].data) != fmt.Sprintf("second %d", i) {
+			t.Fatalf("datagram %d: %q and %q", i, got1[i].data, got2[i].data)
 		}
-		t.Logf("second transport: %v", err)
+	}
+	// A waiting transport is woken for datagrams the other one drained.
+	done := make(chan []datagram, 1)
+	go func() { done <- recvN(t, second, 1, 2048) }()
+	time.Sleep(20 * time.Millisecond)
+	sendAll(t, xp.a, []replica.Message{{Buf: []byte("for the second"), Addr: second.LocalAddr()}})
+	if g := <-done; len(g) != 1 || string(g[0].data) != "for the second" {
+		t.Fatalf("waiting second transport got %v", g)
+	}
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
 	}
 	out := exec(t, xp.p.B, "ip", "link", "show", "dev", "veth0")
 	if !bytes.Contains([]byte(out), []byte("xdp")) {
-		t.Errorf("program no longer attached:\n%s", out)
+		t.Errorf("program no longer attached after the second transport closed:\n%s", out)
 	}
 	sendAll(t, xp.a, []replica.Message{{Buf: []byte("still there?"), Addr: xp.b.LocalAddr()}})
 	got := recvN(t, xp.b, 1, 2048)
 	if len(got) != 1 || string(got[0].data) != "still there?" {
-		t.Fatalf("first transport after the failed second: got %d datagrams; stats %+v", len(got), stats(t, xp.b))
+		t.Fatalf("first transport after the second closed: got %d datagrams; stats %+v", len(got), stats(t, xp.b))
 	}
 	sendAll(t, xp.b, []replica.Message{{Buf: []byte("yes"), Addr: got[0].from}})
 	if got := recvN(t, xp.a, 1, 2048); len(got) != 1 || string(got[0].data) != "yes" {

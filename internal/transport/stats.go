@@ -22,25 +22,29 @@ type XDPStats struct {
 	Foreign        uint64 // received frames for another port
 	Truncated      uint64 // received datagrams larger than the caller's buffer
 	TXWaits        uint64 // SendBatch calls that waited for TX room
+	InboxDrops     uint64 // datagrams dropped when another transport of the interface held too many for this one
 
 	Socket  xdp.Stats    // summed over the sockets
 	Program bpf.Counters // the steering program's counters
 }
 
-// Stats returns the transport's counters.
+// Stats returns the transport's counters; Malformed, Foreign, Socket and
+// Program are the interface's, shared by the process's transports on it.
 func (x *XDP) Stats() (XDPStats, error) {
+	f := x.f
 	st := XDPStats{
-		Iface: x.link.Name, Attach: x.prog.Mode().String(), Sockets: len(x.socks),
+		Iface: f.link.Name, Attach: f.prog.Mode().String(),
 		Sent: x.st.sent.Load(), Received: x.st.received.Load(), NoRoute: x.st.noRoute.Load(),
-		TooBig: x.st.tooBig.Load(), Malformed: x.st.malformed.Load(), Foreign: x.st.foreign.Load(),
-		Truncated: x.st.truncated.Load(), TXWaits: x.st.waits.Load(),
+		TooBig: x.st.tooBig.Load(), Malformed: f.st.malformed.Load(), Foreign: f.st.foreign.Load(),
+		Truncated: x.st.truncated.Load(), TXWaits: x.st.waits.Load(), InboxDrops: x.in.drops.Load(),
 	}
-	x.txMu.Lock()
-	defer x.txMu.Unlock()
+	f.txMu.Lock()
+	defer f.txMu.Unlock()
 	if x.closed.Load() {
 		return st, fmt.Errorf("transport: stats: %w", xdp.ErrClosed)
 	}
-	for i, s := range x.socks {
+	st.Sockets = len(f.socks)
+	for i, s := range f.socks {
 		if i == 0 {
 			zc, why := s.ZeroCopy()
 			st.ZeroCopy = zc
@@ -54,7 +58,7 @@ func (x *XDP) Stats() (XDPStats, error) {
 		}
 		addSocket(&st.Socket, ss)
 	}
-	c, err := x.prog.Counters()
+	c, err := f.prog.Counters()
 	st.Program = c
 	return st, err
 }
@@ -76,4 +80,4 @@ func addSocket(a *xdp.Stats, b xdp.Stats) {
 }
 
 // Program is the steering program (tests inject loss through its fault map).
-func (x *XDP) Program() *bpf.Program { return x.prog }
+func (x *XDP) Program() *bpf.Program { return x.f.prog }

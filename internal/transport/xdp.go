@@ -14,7 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/bpf"
-	"github.com/ringfire/ringfire/internal/neigh"
 	"github.com/ringfire/ringfire/internal/pkt"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/xdp"
@@ -35,104 +34,84 @@ type XDPConfig struct {
 	TTL   int      // TTL of multicast datagrams (default 1)
 	Mode  bpf.Mode // how the steering program attaches (default auto)
 	// Socket tunes the AF_XDP sockets (ring and frame sizes, bind mode,
-	// need_wakeup, busy polling).
+	// need_wakeup, busy polling). Mode and Socket apply when the process
+	// opens the interface; later transports on it share what is open.
 	Socket xdp.Config
 }
 
 // XDP is a replica.Transport over AF_XDP sockets, one per queue of the
-// interface, with the steering program redirecting our flows to them.
+// interface, with the steering program redirecting its flow to them. The
+// transports of a process on one interface share the program and the
+// sockets; each receives the datagrams to its own port.
 type XDP struct {
-	cfg  XDPConfig
-	link neigh.Link
-	// resolver finds next hops in the namespace the transport was opened
-	// in, whichever thread sends.
-	resolver *neigh.Resolver
-	local    netip.AddrPort
-	kernel   *net.UDPConn // reserves the port, joins the group
-	prog     *bpf.Program
-	socks    []*xdp.Socket
-	poller   *xdp.Poller
-	closed   atomic.Bool
+	cfg    XDPConfig
+	f      *iface
+	local  netip.AddrPort
+	flow   bpf.Flow
+	kernel *net.UDPConn // reserves the port, joins the group
+	// poller parks RecvBatch until the sockets have frames or another
+	// transport of the interface woke it for its inbox. Each transport has
+	// its own: waiters never queue behind one another.
+	poller *xdp.Poller
+	closed atomic.Bool
+	woken  func() bool // for the poller: closed, or datagrams in the inbox
 
-	txMu sync.Mutex
-	tx   txPath
-	rxMu sync.Mutex
-	rx   rxPath
-	st   xdpCounters
+	recvMu sync.Mutex // one RecvBatch at a time
+	tx     txPath     // under f.txMu
+	in     inbox      // under f.rxMu
+	st     xdpCounters
 }
 
 // NewXDP opens the AF_XDP transport. Any reason it cannot work here (no
 // such interface, no permission, no XDP in the driver, no AF_XDP in the
-// kernel, a queue held by someone else) is returned wrapped in
+// kernel, a queue held by another process) is returned wrapped in
 // ErrUnavailable.
 func NewXDP(cfg XDPConfig) (*XDP, error) {
-	link, err := neigh.LinkByName(cfg.Iface)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
 	if cfg.TTL <= 0 {
 		cfg.TTL = 1
 	}
-	if cfg.Socket.FrameSize == 0 && link.MTU+pkt.MaxVLANHeaderLen-pkt.IPv4Len-pkt.UDPLen > 2048-256 {
-		cfg.Socket.FrameSize = 4096
+	f, err := acquire(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, cfg.Iface, err)
 	}
-	x := &XDP{cfg: cfg, link: link}
+	x := &XDP{cfg: cfg, f: f}
+	x.woken = func() bool { return x.closed.Load() || x.in.pending.Load() > 0 }
 	if err := x.open(); err != nil {
 		x.Close()
 		return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, cfg.Iface, err)
 	}
 	x.tx.init(x)
-	x.rx.init(len(x.socks))
 	return x, nil
 }
 
 func (x *XDP) open() error {
 	var err error
-	if x.resolver, err = neigh.NewResolver(); err != nil {
+	if x.poller, err = xdp.NewPoller(x.f.socks...); err != nil {
 		return err
 	}
 	if err := x.openKernel(); err != nil {
 		return err
 	}
-	if x.prog, err = bpf.Load(); err != nil {
+	if err := x.f.join(x); err != nil {
 		return err
 	}
-	if err := x.prog.Attach(x.link.Index, x.cfg.Mode); err != nil {
-		return err
-	}
-	queues, err := xdp.Queues(x.link.Name)
-	if err != nil {
-		return err
-	}
-	for q := range queues {
-		s, err := xdp.Open(x.link.Index, q, x.cfg.Socket)
-		if err != nil {
-			return err
-		}
-		x.socks = append(x.socks, s)
-		if err := x.prog.SetSocket(q, s.FD()); err != nil {
-			return err
-		}
-	}
-	if x.poller, err = xdp.NewPoller(x.socks...); err != nil {
-		return err
-	}
-	flow := bpf.Flow{Addr: x.local.Addr(), Port: x.local.Port()}
+	x.flow = bpf.Flow{Addr: x.local.Addr(), Port: x.local.Port()}
 	if x.cfg.Group.IsValid() {
-		flow.Addr = x.cfg.Group
+		x.flow.Addr = x.cfg.Group
 	}
-	return x.prog.AddFlow(flow)
+	return x.f.prog.AddFlow(x.flow)
 }
 
 // openKernel binds the kernel socket that reserves our port (and joins the
 // group), and fixes the local address.
 func (x *XDP) openKernel() error {
+	link := x.f.link
 	addr := x.cfg.Bind.Addr()
 	if !addr.IsValid() || addr.IsUnspecified() {
-		if len(x.link.Addrs) == 0 {
-			return fmt.Errorf("interface %s has no IPv4 address", x.link.Name)
+		if len(link.Addrs) == 0 {
+			return fmt.Errorf("interface %s has no IPv4 address", link.Name)
 		}
-		addr = x.link.Addrs[0].Addr()
+		addr = link.Addrs[0].Addr()
 	}
 	bind := netip.AddrPortFrom(addr, x.cfg.Bind.Port())
 	if x.cfg.Group.IsValid() {
@@ -154,13 +133,13 @@ func (x *XDP) openKernel() error {
 	if !x.cfg.Group.IsValid() {
 		return nil
 	}
-	ifi, err := net.InterfaceByIndex(x.link.Index)
+	ifi, err := net.InterfaceByIndex(link.Index)
 	if err != nil {
 		return err
 	}
 	g := &net.UDPAddr{IP: x.cfg.Group.AsSlice()}
 	if err := ipv4.NewPacketConn(x.kernel).JoinGroup(ifi, g); err != nil {
-		return fmt.Errorf("join %v on %s: %w", x.cfg.Group, x.link.Name, err)
+		return fmt.Errorf("join %v on %s: %w", x.cfg.Group, link.Name, err)
 	}
 	return nil
 }
@@ -172,37 +151,32 @@ func (x *XDP) LocalAddr() netip.AddrPort { return x.local }
 // Name names the transport in replica's statistics.
 func (x *XDP) Name() string { return "xdp" }
 
-// Close detaches the program and closes the sockets. Blocked RecvBatch
-// calls return replica.ErrClosed.
+// Close stops steering the transport's flow, releases its share of the
+// interface (the last transport detaches the program and closes the
+// sockets) and wakes a blocked RecvBatch with replica.ErrClosed.
 func (x *XDP) Close() error {
 	if x.closed.Swap(true) {
 		return nil
 	}
 	var errs []error
+	f := x.f
+	if x.flow.Port != 0 {
+		if err := f.prog.RemoveFlow(x.flow); err != nil && !errors.Is(err, bpf.ErrNotFound) {
+			errs = append(errs, err)
+		}
+	}
+	f.leave(x)
 	if x.poller != nil {
-		errs = append(errs, x.poller.Close())
+		errs = append(errs, x.poller.Close()) // wakes RecvBatch
 	}
-	if x.prog != nil {
-		errs = append(errs, x.prog.Close()) // stops redirecting first
-	}
-	x.txMu.Lock()
-	x.rxMu.Lock()
-	for _, s := range x.socks {
-		errs = append(errs, s.Close())
-	}
-	x.socks = nil
-	x.rxMu.Unlock()
-	x.txMu.Unlock()
+	x.recvMu.Lock() // a RecvBatch in progress has returned
+	x.recvMu.Unlock()
+	errs = append(errs, f.release())
 	if x.kernel != nil {
 		errs = append(errs, x.kernel.Close())
 	}
-	if x.resolver != nil {
-		errs = append(errs, x.resolver.Close())
-	}
 	return errors.Join(errs...)
 }
-
-var _ replica.Transport = (*XDP)(nil)
 
 // ForServer is the configuration of a server's AF_XDP transport, from base
 // (interface, attach mode, sockets) and the kernel UDP settings the server
@@ -222,3 +196,11 @@ func ForMirror(base XDPConfig, s replica.DatagramSpec) XDPConfig {
 	}
 	return base
 }
+
+// frameFits reports whether a datagram of n bytes fits the interface.
+func (x *XDP) frameFits(n, header int) bool {
+	f := x.f
+	return n+pkt.IPv4Len+pkt.UDPLen <= f.link.MTU && n+header <= f.socks[0].FrameSize()
+}
+
+var _ replica.Transport = (*XDP)(nil)

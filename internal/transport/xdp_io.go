@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/ringfire/ringfire/internal/neigh"
 	"github.com/ringfire/ringfire/internal/pkt"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/xdp"
@@ -30,29 +29,31 @@ type route struct {
 	err     error // the destination cannot be reached through the interface
 }
 
-// txPath is the send side: templates per destination, the TX socket.
+// txPath is a transport's send side: templates per destination. It sends
+// through the interface's first socket, under the interface's txMu.
 type txPath struct {
 	x      *XDP
-	sock   *xdp.Socket // the socket of queue 0 sends
 	routes map[netip.AddrPort]*route
-	hops   *neigh.Cache
 	lens   []int
 	id     uint16
 }
 
 func (t *txPath) init(x *XDP) {
-	t.x, t.sock, t.routes = x, x.socks[0], map[netip.AddrPort]*route{}
-	t.hops = &neigh.Cache{Resolver: x.resolver}
-	t.lens = make([]int, 0, x.cfg.Socket.RingSize)
+	t.x, t.routes = x, map[netip.AddrPort]*route{}
+	t.lens = make([]int, 0, 64)
 }
 
-// xdpCounters are the transport's own counters.
+// xdpCounters are a transport's own counters.
 type xdpCounters struct {
-	sent, received     atomic.Uint64
-	noRoute, tooBig    atomic.Uint64 // datagrams not sent
-	malformed, foreign atomic.Uint64 // frames dropped on receipt
-	truncated          atomic.Uint64
-	waits              atomic.Uint64 // SendBatch waits for TX room
+	sent, received  atomic.Uint64
+	noRoute, tooBig atomic.Uint64 // datagrams not sent
+	truncated       atomic.Uint64 // received datagrams larger than the buffer
+	waits           atomic.Uint64 // SendBatch waits for TX room
+}
+
+// ifaceCounters count what the interface's sockets received for nobody.
+type ifaceCounters struct {
+	malformed, foreign atomic.Uint64
 }
 
 // SendBatch builds one Ethernet/IPv4/UDP frame per message in the TX ring
@@ -60,8 +61,8 @@ type xdpCounters struct {
 // fails with EMSGSIZE (as kernel UDP does); one to a destination the
 // interface cannot reach is dropped and counted.
 func (x *XDP) SendBatch(ms []replica.Message) (int, error) {
-	x.txMu.Lock()
-	defer x.txMu.Unlock()
+	x.f.txMu.Lock()
+	defer x.f.txMu.Unlock()
 	if x.closed.Load() {
 		return 0, replica.ErrClosed
 	}
@@ -69,7 +70,7 @@ func (x *XDP) SendBatch(ms []replica.Message) (int, error) {
 	now := time.Now()
 	done, deadline := 0, time.Time{}
 	for done < len(ms) {
-		k := t.sock.ReserveTX(len(ms) - done)
+		k := x.f.socks[0].ReserveTX(len(ms) - done)
 		if k == 0 {
 			if err := t.waitRoom(&deadline); err != nil {
 				return done, err
@@ -90,7 +91,7 @@ func (x *XDP) SendBatch(ms []replica.Message) (int, error) {
 
 // submit queues the frames fill built and counts them as sent.
 func (t *txPath) submit() error {
-	err := t.sock.SubmitTX(t.lens)
+	err := t.x.f.socks[0].SubmitTX(t.lens)
 	t.x.st.sent.Add(uint64(len(t.lens)))
 	return err
 }
@@ -106,12 +107,13 @@ func (t *txPath) fill(ms []replica.Message, k int, now time.Time) (int, error) {
 			t.x.st.noRoute.Add(1)
 			continue
 		}
-		if len(m.Buf)+pkt.IPv4Len+pkt.UDPLen > t.x.link.MTU || len(m.Buf)+r.tmpl.Len() > t.sock.FrameSize() {
+		if !t.x.frameFits(len(m.Buf), r.tmpl.Len()) {
 			t.x.st.tooBig.Add(1)
-			return i, fmt.Errorf("transport: %d-byte datagram on %s (MTU %d): %w", len(m.Buf), t.x.link.Name, t.x.link.MTU, unix.EMSGSIZE)
+			l := t.x.f.link
+			return i, fmt.Errorf("transport: %d-byte datagram on %s (MTU %d): %w", len(m.Buf), l.Name, l.MTU, unix.EMSGSIZE)
 		}
 		t.id++
-		t.lens = append(t.lens, r.tmpl.Build(t.sock.TXFrame(len(t.lens)), m.Buf, t.id))
+		t.lens = append(t.lens, r.tmpl.Build(t.x.f.socks[0].TXFrame(len(t.lens)), m.Buf, t.id))
 	}
 	return k, nil
 }
@@ -126,7 +128,7 @@ func (t *txPath) waitRoom(deadline *time.Time) error {
 	} else if now.After(*deadline) {
 		return replica.ErrWouldBlock
 	}
-	if err := t.sock.Kick(); err != nil {
+	if err := t.x.f.socks[0].Kick(); err != nil {
 		return err
 	}
 	runtime.Gosched()
@@ -155,68 +157,67 @@ func (t *txPath) route(dst netip.AddrPort, now time.Time) *route {
 }
 
 func (t *txPath) resolve(dst netip.AddrPort) (*pkt.Template, error) {
-	x := t.x
-	h := pkt.Header{Src: x.link.MAC, SrcAddr: x.local, DstAddr: dst}
+	x, link := t.x, t.x.f.link
+	h := pkt.Header{Src: link.MAC, SrcAddr: x.local, DstAddr: dst}
 	if dst.Addr().IsMulticast() {
 		h.Dst, h.TTL = pkt.MulticastMAC(dst.Addr()), uint8(x.cfg.TTL)
 		return pkt.NewTemplate(h)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), resolveWait)
 	defer cancel()
-	hop, err := t.hops.Lookup(ctx, dst.Addr())
+	hop, err := x.f.hops.Lookup(ctx, dst.Addr())
 	if err != nil {
 		return nil, err
 	}
-	if hop.Link.Index != x.link.Index {
-		return nil, fmt.Errorf("transport: %v is reached through %s, not %s", dst.Addr(), hop.Link.Name, x.link.Name)
+	if hop.Link.Index != link.Index {
+		return nil, fmt.Errorf("transport: %v is reached through %s, not %s", dst.Addr(), hop.Link.Name, link.Name)
 	}
 	h.Dst = hop.MAC
 	return pkt.NewTemplate(h)
 }
 
-// rxPath is the receive side.
-type rxPath struct {
-	frames [][]byte
-	pkt    pkt.Packet
-}
-
-func (r *rxPath) init(int) { r.frames = make([][]byte, 64) }
-
 // RecvBatch copies received datagrams into ms (see replica.Transport). The
-// payload is copied once, from the UMEM frame into Message.Buf.
+// payload is copied once, from the UMEM frame into Message.Buf (twice when
+// another transport of the interface received it: through the inbox).
 func (x *XDP) RecvBatch(ms []replica.Message, wait time.Duration) (int, error) {
-	x.rxMu.Lock()
-	defer x.rxMu.Unlock()
+	x.recvMu.Lock()
+	defer x.recvMu.Unlock()
 	if x.closed.Load() {
 		return 0, replica.ErrClosed
 	}
-	n := x.drain(ms)
+	n := x.f.drain(x, ms)
 	if n > 0 || wait == 0 {
 		return n, nil
 	}
 	if wait < 0 {
 		wait = -1
 	}
-	if _, err := x.poller.Wait(wait); err != nil {
+	if _, err := x.poller.WaitFor(wait, x.woken); err != nil {
 		if errors.Is(err, xdp.ErrClosed) {
 			return 0, replica.ErrClosed
 		}
 		return 0, err
 	}
-	return x.drain(ms), nil
+	if x.closed.Load() {
+		return 0, replica.ErrClosed
+	}
+	return x.f.drain(x, ms), nil
 }
 
-// drain takes what the sockets hold, up to len(ms) valid datagrams.
-func (x *XDP) drain(ms []replica.Message) int {
-	n := 0
-	for _, s := range x.socks {
+// drain fills ms for x: first what other transports received for it, then
+// from the sockets, handing datagrams for other ports to their inboxes.
+func (f *iface) drain(x *XDP, ms []replica.Message) int {
+	f.rxMu.Lock()
+	defer f.rxMu.Unlock()
+	n := x.in.take(ms, &x.st.truncated)
+	for _, s := range f.socks {
 		for n < len(ms) {
-			k := s.Receive(x.rx.frames[:min(len(x.rx.frames), len(ms)-n)])
+			k := s.Receive(f.frames[:min(len(f.frames), len(ms)-n)])
 			if k == 0 {
 				break
 			}
-			for _, f := range x.rx.frames[:k] {
-				if x.accept(f, &ms[n]) {
+			for _, fr := range f.frames[:k] {
+				if f.deliver(x, fr, &ms[n]) {
 					n++
 				}
 			}
@@ -227,18 +228,27 @@ func (x *XDP) drain(ms []replica.Message) int {
 	return n
 }
 
-// accept parses one frame into m, or counts why it was dropped.
-func (x *XDP) accept(f []byte, m *replica.Message) bool {
-	p := &x.rx.pkt
-	if err := pkt.Parse(f, p); err != nil {
-		x.st.malformed.Add(1)
+// deliver parses one frame into m when it is for x (true), or into another
+// transport's inbox (waking it), or counts it dropped.
+func (f *iface) deliver(x *XDP, fr []byte, m *replica.Message) bool {
+	p := &f.pkt
+	if err := pkt.Parse(fr, p); err != nil {
+		f.st.malformed.Add(1)
 		return false
 	}
-	if p.DstAddr.Port() != x.local.Port() {
-		x.st.foreign.Add(1)
-		return false
+	to := f.only
+	if to == nil || to.local.Port() != p.DstAddr.Port() {
+		to = f.users[p.DstAddr.Port()]
 	}
-	if len(p.Payload) > len(m.Buf) {
+	switch {
+	case to == nil:
+		f.st.foreign.Add(1)
+		return false
+	case to != x:
+		to.in.put(p.Payload, p.SrcAddr)
+		to.poller.Wake()
+		return false
+	case len(p.Payload) > len(m.Buf):
 		x.st.truncated.Add(1)
 		return false
 	}

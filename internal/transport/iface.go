@@ -1,0 +1,193 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/bpf"
+	"github.com/ringfire/ringfire/internal/neigh"
+	"github.com/ringfire/ringfire/internal/pkt"
+	"github.com/ringfire/ringfire/xdp"
+)
+
+// ifaceKey names an interface of one network namespace.
+type ifaceKey struct {
+	netns uint64 // the namespace (netnsID)
+	index int
+}
+
+// ifaces are the interfaces this process runs AF_XDP on. An interface
+// takes one XDP program and one UMEM per queue, so every transport of the
+// process on that interface shares them (a hub's mirror and server, for
+// instance); another process gets ErrUnavailable and falls back.
+var ifaces = struct {
+	sync.Mutex
+	m map[ifaceKey]*iface
+}{m: map[ifaceKey]*iface{}}
+
+// iface is the AF_XDP machinery of one interface, shared by the process's
+// transports on it.
+type iface struct {
+	key      ifaceKey
+	refs     int // transports using it, under ifaces' lock
+	link     neigh.Link
+	resolver *neigh.Resolver // next hops in the interface's namespace
+	hops     neigh.Cache
+	prog     *bpf.Program
+	socks    []*xdp.Socket // one per queue; socks[0] sends
+
+	txMu sync.Mutex // the send side of socks[0]; every transport's txPath
+
+	rxMu   sync.Mutex // the receive side of the sockets, users, inboxes
+	users  map[uint16]*XDP
+	only   *XDP // the one user, when there is one
+	frames [][]byte
+	pkt    pkt.Packet
+	st     ifaceCounters
+}
+
+// acquire returns the interface's shared machinery, opening it on first
+// use with cfg's attach mode and socket settings.
+func acquire(cfg XDPConfig) (*iface, error) {
+	link, err := neigh.LinkByName(cfg.Iface)
+	if err != nil {
+		return nil, err
+	}
+	ns, err := netnsID()
+	if err != nil {
+		return nil, err
+	}
+	key := ifaceKey{ns, link.Index}
+	ifaces.Lock()
+	defer ifaces.Unlock()
+	if f := ifaces.m[key]; f != nil {
+		f.refs++
+		return f, nil
+	}
+	f := &iface{key: key, refs: 1, link: link, users: map[uint16]*XDP{}, frames: make([][]byte, 64)}
+	if err := f.open(cfg); err != nil {
+		f.close()
+		return nil, err
+	}
+	f.hops.Resolver = f.resolver
+	ifaces.m[key] = f
+	return f, nil
+}
+
+func (f *iface) open(cfg XDPConfig) error {
+	var err error
+	if f.resolver, err = neigh.NewResolver(); err != nil {
+		return err
+	}
+	if f.prog, err = bpf.Load(); err != nil {
+		return err
+	}
+	if err := f.prog.Attach(f.link.Index, cfg.Mode); err != nil {
+		return err
+	}
+	queues, err := xdp.Queues(f.link.Name)
+	if err != nil {
+		return err
+	}
+	for q := range queues {
+		s, err := xdp.Open(f.link.Index, q, cfg.Socket)
+		if err != nil {
+			return err
+		}
+		f.socks = append(f.socks, s)
+		if err := f.prog.SetSocket(q, s.FD()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// release drops a transport's reference; the last one closes everything.
+func (f *iface) release() error {
+	ifaces.Lock()
+	defer ifaces.Unlock()
+	if f.refs--; f.refs > 0 {
+		return nil
+	}
+	delete(ifaces.m, f.key)
+	return f.close()
+}
+
+func (f *iface) close() error {
+	var errs []error
+	if f.prog != nil {
+		errs = append(errs, f.prog.Close()) // stops redirecting first
+	}
+	f.txMu.Lock()
+	f.rxMu.Lock()
+	for _, s := range f.socks {
+		errs = append(errs, s.Close())
+	}
+	f.socks = nil
+	f.rxMu.Unlock()
+	f.txMu.Unlock()
+	if f.resolver != nil {
+		errs = append(errs, f.resolver.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// join makes x the receiver of datagrams to its port.
+func (f *iface) join(x *XDP) error {
+	f.rxMu.Lock()
+	defer f.rxMu.Unlock()
+	port := x.local.Port()
+	if other := f.users[port]; other != nil {
+		return fmt.Errorf("port %d of %s already has an AF_XDP transport in this process", port, f.link.Name)
+	}
+	f.users[port] = x
+	f.setOnly()
+	return nil
+}
+
+// leave stops delivering to x.
+func (f *iface) leave(x *XDP) {
+	f.rxMu.Lock()
+	defer f.rxMu.Unlock()
+	if f.users[x.local.Port()] == x {
+		delete(f.users, x.local.Port())
+	}
+	f.setOnly()
+}
+
+func (f *iface) setOnly() {
+	f.only = nil
+	if len(f.users) == 1 {
+		for _, x := range f.users {
+			f.only = x
+		}
+	}
+}
+
+// netnsID identifies the calling thread's network namespace by its cookie
+// (SO_NETNS_COOKIE, never reused), or by its inode on kernels before 5.14
+// (an inode can be reused once a namespace is gone).
+func netnsID() (uint64, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return 0, os.NewSyscallError("socket", err)
+	}
+	defer unix.Close(fd)
+	if c, err := unix.GetsockoptUint64(fd, unix.SOL_SOCKET, unix.SO_NETNS_COOKIE); err == nil {
+		return c, nil
+	}
+	fi, err := os.Stat("/proc/thread-self/ns/net")
+	if err != nil {
+		return 0, fmt.Errorf("network namespace: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, errors.New("network namespace: no inode")
+	}
+	return st.Ino, nil
+}
