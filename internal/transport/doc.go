@@ -14,4 +14,22 @@
 // the AF_XDP sockets: it reserves the port (nobody else binds it, and the
 // kernel does not answer port-unreachable) and joins multicast groups so
 // the host sends IGMP reports that snooping switches need.
+//
+// An interface takes one XDP program, and each of its queues one UMEM, so
+// the AF_XDP transports of a process on one interface share them (an iface:
+// the program, one socket per queue, a neighbour resolver in the
+// interface's namespace). Each transport adds its flow to the program and
+// receives the datagrams to its port: whichever transport drains the
+// shared sockets copies the others' datagrams into their inboxes and wakes
+// their pollers. Sends go through the first queue's socket under one lock.
+// Another process cannot open the interface while this one holds it (the
+// program is attached, the queues bound) and falls back to kernel UDP.
+//
+//	iface (veth0, netns cookie)            XDP (port 7401)   XDP (port 7404)
+//	┌──────────────────────────────┐        ┌──────────┐      ┌──────────┐
+//	│ bpf.Program  flows: 7401,7404│◀──add──│ flow     │      │ flow     │──add─┐
+//	│ xdp.Socket q0 (TX, RX)       │        │ poller   │      │ poller   │      │
+//	│ xdp.Socket q1 (RX)           │─drain─▶│ inbox    │◀────▶│ inbox    │      │
+//	└──────────────────────────────┘        └──────────┘      └──────────┘      │
+//	               ▲──────────────────────────────────────────────────────────────┘
 package transport
