@@ -87,7 +87,7 @@ const zeroLossRecords = 2_000_000
 
 // pacedRates are the offered loads of the paced sweep, records/s; one op
 // pushes pacedWindow's worth of records.
-var pacedRates = []int{200_000, 400_000, 800_000, 1_600_000, 3_200_000}
+var pacedRates = []int{400_000, 800_000, 1_200_000, 1_600_000, 2_400_000, 3_200_000, 4_800_000}
 
 const pacedWindow = 250 * time.Millisecond
 
