@@ -41,7 +41,8 @@ type iface struct {
 	prog     *bpf.Program
 	socks    []*xdp.Socket // one per queue; socks[0] sends
 
-	txMu sync.Mutex // the send side of socks[0]; every transport's txPath
+	txMu      sync.Mutex     // the send side of socks[0]; every transport's txPath
+	refreshes sync.WaitGroup // next-hop resolutions running in the background
 
 	rxMu   sync.Mutex // the receive side of the sockets, users, inboxes
 	users  map[uint16]*XDP
@@ -131,6 +132,7 @@ func (f *iface) close() error {
 	f.socks = nil
 	f.rxMu.Unlock()
 	f.txMu.Unlock()
+	f.refreshes.Wait() // they use the resolver (for at most resolveWait)
 	if f.resolver != nil {
 		errs = append(errs, f.resolver.Close())
 	}

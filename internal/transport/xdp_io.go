@@ -22,11 +22,13 @@ const (
 	txRoomWait  = 20 * time.Millisecond // how long SendBatch waits for TX room
 )
 
-// route is the prebuilt header of one destination.
+// route is the prebuilt header of one destination, under the interface's
+// txMu.
 type route struct {
-	tmpl    *pkt.Template
-	expires time.Time
-	err     error // the destination cannot be reached through the interface
+	tmpl      *pkt.Template // nil until resolved
+	expires   time.Time     // refresh after this
+	err       error         // why there is no template
+	resolving bool          // a refresh runs in the background
 }
 
 // txPath is a transport's send side: templates per destination. It sends
@@ -103,7 +105,7 @@ func (t *txPath) fill(ms []replica.Message, k int, now time.Time) (int, error) {
 	for i := range ms[:k] {
 		m := &ms[i]
 		r := t.route(m.Addr, now)
-		if r.err != nil {
+		if r.tmpl == nil {
 			t.x.st.noRoute.Add(1)
 			continue
 		}
@@ -135,35 +137,58 @@ func (t *txPath) waitRoom(deadline *time.Time) error {
 	return nil
 }
 
-// route returns the cached header of dst, resolving its next hop when new
-// or expired.
+// route returns dst's header. A new destination is resolved at once,
+// waiting up to resolveWait for the kernel to resolve its next hop (as a
+// kernel socket's first datagram waits for ARP); later the header is
+// refreshed in the background every hopTTL, the old one serving
+// meanwhile, and a destination that did not resolve is retried in the
+// background, its datagrams dropped (counted NoRoute) until it resolves.
+// So a neighbour that went away never holds up the other destinations.
 func (t *txPath) route(dst netip.AddrPort, now time.Time) *route {
 	r := t.routes[dst]
-	if r != nil && now.Before(r.expires) {
-		return r
-	}
 	if r == nil {
 		r = &route{}
 		t.routes[dst] = r
-	}
-	r.expires = now.Add(hopTTL)
-	tmpl, err := t.resolve(dst)
-	if err != nil {
-		r.err = err
+		r.tmpl, r.err = t.resolve(dst, resolveWait)
+		r.expires = now.Add(hopTTL)
 		return r
 	}
-	r.tmpl, r.err = tmpl, nil
+	if !r.resolving && !now.Before(r.expires) {
+		r.resolving = true
+		t.x.f.refreshes.Add(1)
+		go t.refresh(dst, r)
+	}
 	return r
 }
 
-func (t *txPath) resolve(dst netip.AddrPort) (*pkt.Template, error) {
+// refresh resolves dst without the lock and updates its route.
+func (t *txPath) refresh(dst netip.AddrPort, r *route) {
+	defer t.x.f.refreshes.Done()
+	tmpl, err := t.resolve(dst, resolveWait)
+	t.x.f.txMu.Lock()
+	defer t.x.f.txMu.Unlock()
+	r.resolving = false
+	r.expires = time.Now().Add(hopTTL)
+	switch {
+	case err == nil:
+		r.tmpl, r.err = tmpl, nil
+	case r.tmpl == nil:
+		r.err = err
+	default:
+		r.expires = time.Now().Add(time.Second) // keep the old header, retry soon
+	}
+}
+
+// resolve builds dst's header, waiting at most wait for the kernel to
+// resolve its next hop (0: only what the neighbour table knows now).
+func (t *txPath) resolve(dst netip.AddrPort, wait time.Duration) (*pkt.Template, error) {
 	x, link := t.x, t.x.f.link
 	h := pkt.Header{Src: link.MAC, SrcAddr: x.local, DstAddr: dst}
 	if dst.Addr().IsMulticast() {
 		h.Dst, h.TTL = pkt.MulticastMAC(dst.Addr()), uint8(x.cfg.TTL)
 		return pkt.NewTemplate(h)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), resolveWait)
+	ctx, cancel := context.WithTimeout(context.Background(), max(wait, time.Nanosecond))
 	defer cancel()
 	hop, err := x.f.hops.Lookup(ctx, dst.Addr())
 	if err != nil {
