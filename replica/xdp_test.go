@@ -1,7 +1,6 @@
 package replica_test
 
 import (
-	"net"
 	"net/netip"
 	"strings"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/transport"
+	"github.com/ringfire/ringfire/internal/xdptest"
 	"github.com/ringfire/ringfire/replica"
 )
 
@@ -148,26 +148,7 @@ func kernelFaults(t *testing.T, p *netns.Pair, mr *mirror, mode string) *bpf.Pro
 	if strings.HasSuffix(mode, "unicast") {
 		flow = bpf.Flow{Addr: p.BAddr, Port: mirrorPort(t, p, mr)}
 	}
-	var prog *bpf.Program
-	err := p.B.Do(func() error {
-		ifi, err := net.InterfaceByName(p.BIf)
-		if err != nil {
-			return err
-		}
-		if prog, err = bpf.Load(); err != nil {
-			return err
-		}
-		if err := prog.Attach(ifi.Index, bpf.ModeNative); err != nil {
-			return err
-		}
-		return prog.AddFlow(flow)
-	})
-	if prog != nil {
-		t.Cleanup(func() { prog.Close() })
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	prog, _ := xdptest.Attach(t, p.B, p.BIf, bpf.ModeNative, flow)
 	return prog
 }
 

@@ -31,6 +31,7 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/pkt"
 	"github.com/ringfire/ringfire/internal/transport"
+	"github.com/ringfire/ringfire/internal/xdptest"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/xdp"
 )
@@ -200,7 +201,7 @@ func rawTX(b *testing.B, p *netns.Pair, size int) func() int {
 	}
 	b.Cleanup(func() { s.Close() })
 	tmpl, err := pkt.NewTemplate(pkt.Header{
-		Dst: benchMAC(b, p.B, p.BIf), Src: benchMAC(b, p.A, p.AIf),
+		Dst: xdptest.MAC(b, p.B, p.BIf), Src: xdptest.MAC(b, p.A, p.AIf),
 		SrcAddr: netip.AddrPortFrom(p.AAddr, blastPort), DstAddr: netip.AddrPortFrom(p.BAddr, blastPort),
 	})
 	if err != nil {
@@ -233,39 +234,21 @@ func rawTX(b *testing.B, p *netns.Pair, size int) func() int {
 // holds; with poll, it parks in an xdp.Poller while the ring is empty
 // (up to 10 ms).
 func rawRX(b testing.TB, p *netns.Pair, poll bool) func() int {
-	var (
-		prog *bpf.Program
-		s    *xdp.Socket
-	)
-	err := p.B.Do(func() error {
-		ifi, err := net.InterfaceByName(p.BIf)
-		if err != nil {
+	prog, index := xdptest.Attach(b, p.B, p.BIf, bpf.ModeNative, bpf.Flow{Addr: p.BAddr, Port: blastPort})
+	var s *xdp.Socket
+	err := p.B.Do(func() (err error) {
+		if s, err = xdp.Open(index, 0, xdp.Config{}); err != nil {
 			return err
 		}
-		if prog, err = bpf.Load(); err != nil {
-			return err
-		}
-		if err := prog.Attach(ifi.Index, bpf.ModeNative); err != nil {
-			return err
-		}
-		if s, err = xdp.Open(ifi.Index, 0, xdp.Config{}); err != nil {
-			return err
-		}
-		if err := prog.SetSocket(0, s.FD()); err != nil {
-			return err
-		}
-		return prog.AddFlow(bpf.Flow{Addr: p.BAddr, Port: blastPort})
+		return prog.SetSocket(0, s.FD())
 	})
-	b.Cleanup(func() {
-		if s != nil {
+	if s != nil {
+		b.Cleanup(func() {
 			st, _ := s.Stats()
 			b.Logf("receiver: %+v", st)
 			s.Close()
-		}
-		if prog != nil {
-			prog.Close()
-		}
-	})
+		})
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -375,22 +358,6 @@ func recvBatches(b *testing.B, t replica.Transport, wait time.Duration) func() i
 	}
 }
 
-// benchMAC is the MAC address of interface name in ns.
-func benchMAC(b testing.TB, ns *netns.NS, name string) (m pkt.MAC) {
-	err := ns.Do(func() error {
-		ifi, err := net.InterfaceByName(name)
-		if err != nil {
-			return err
-		}
-		copy(m[:], ifi.HardwareAddr)
-		return nil
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return m
-}
-
 // One SubmitTX of more frames than the kernel sends per system call in
 // copy mode (32) sends them all, without a later kick.
 func TestSubmitSendsAll(t *testing.T) {
@@ -411,7 +378,7 @@ func TestSubmitSendsAll(t *testing.T) {
 	}
 	defer s.Close()
 	tmpl, err := pkt.NewTemplate(pkt.Header{
-		Dst: benchMAC(t, p.B, p.BIf), Src: benchMAC(t, p.A, p.AIf),
+		Dst: xdptest.MAC(t, p.B, p.BIf), Src: xdptest.MAC(t, p.A, p.AIf),
 		SrcAddr: netip.AddrPortFrom(p.AAddr, blastPort), DstAddr: netip.AddrPortFrom(p.BAddr, blastPort),
 	})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/pkt"
+	"github.com/ringfire/ringfire/internal/xdptest"
 	"github.com/ringfire/ringfire/xdp"
 )
 
@@ -31,34 +32,16 @@ func newRig(t *testing.T, cfg xdp.Config) *rig {
 	t.Helper()
 	netns.Require(t)
 	r := &rig{p: netns.NewPair(t)}
-	err := r.p.B.Do(func() error {
-		ifi, err := net.InterfaceByName(r.p.BIf)
-		if err != nil {
+	r.prog, r.index = xdptest.Attach(t, r.p.B, r.p.BIf, bpf.ModeNative, bpf.Flow{Addr: r.p.BAddr, Port: port})
+	err := r.p.B.Do(func() (err error) {
+		if r.sock, err = xdp.Open(r.index, 0, cfg); err != nil {
 			return err
 		}
-		r.index = ifi.Index
-		if r.prog, err = bpf.Load(); err != nil {
-			return err
-		}
-		if err := r.prog.Attach(ifi.Index, bpf.ModeNative); err != nil {
-			return err
-		}
-		if r.sock, err = xdp.Open(ifi.Index, 0, cfg); err != nil {
-			return err
-		}
-		if err := r.prog.SetSocket(0, r.sock.FD()); err != nil {
-			return err
-		}
-		return r.prog.AddFlow(bpf.Flow{Addr: r.p.BAddr, Port: port})
+		return r.prog.SetSocket(0, r.sock.FD())
 	})
-	t.Cleanup(func() {
-		if r.sock != nil {
-			r.sock.Close()
-		}
-		if r.prog != nil {
-			r.prog.Close()
-		}
-	})
+	if r.sock != nil {
+		t.Cleanup(func() { r.sock.Close() })
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +149,7 @@ func TestTransmitLaps(t *testing.T) {
 	}
 	defer conn.Close()
 	var aMAC, bMAC pkt.MAC
-	aMAC, bMAC = macOf(t, r.p.A, r.p.AIf), macOf(t, r.p.B, r.p.BIf)
+	aMAC, bMAC = xdptest.MAC(t, r.p.A, r.p.AIf), xdptest.MAC(t, r.p.B, r.p.BIf)
 	h := pkt.Header{Dst: aMAC, Src: bMAC, SrcAddr: netip.AddrPortFrom(r.p.BAddr, port),
 		DstAddr: netip.AddrPortFrom(r.p.AAddr, port+1)}
 	const n = 1000
@@ -201,22 +184,6 @@ func TestTransmitLaps(t *testing.T) {
 	if st.TXFrames != n || st.TXInvalid != 0 {
 		t.Fatalf("stats %+v", st)
 	}
-}
-
-func macOf(t *testing.T, ns *netns.NS, name string) (m pkt.MAC) {
-	t.Helper()
-	err := ns.Do(func() error {
-		ifi, err := net.InterfaceByName(name)
-		if err != nil {
-			return err
-		}
-		copy(m[:], ifi.HardwareAddr)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // Wait times out when nothing comes, wakes when a frame comes, and

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/xdptest"
 )
 
 // running is a CLI run on a thread of a namespace.
@@ -124,23 +124,7 @@ func TestXDPFallback(t *testing.T) {
 // occupy attaches another steering program to ifname in ns for the test.
 func occupy(t *testing.T, ns *netns.NS, ifname string) {
 	t.Helper()
-	var prog *bpf.Program
-	err := ns.Do(func() error {
-		ifi, err := net.InterfaceByName(ifname)
-		if err != nil {
-			return err
-		}
-		if prog, err = bpf.Load(); err != nil {
-			return err
-		}
-		return prog.Attach(ifi.Index, bpf.ModeNative)
-	})
-	if prog != nil {
-		t.Cleanup(func() { prog.Close() })
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	xdptest.Attach(t, ns, ifname, bpf.ModeNative)
 }
 
 func TestXDPFlagErrors(t *testing.T) {
