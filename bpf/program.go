@@ -31,7 +31,8 @@ type Program struct {
 // cause.
 func Load() (*Program, error) {
 	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("bpf: load: remove memlock rlimit: %w: %w", ErrNotSupported, err)
+		// An unprivileged process can neither probe nor raise the limit.
+		return nil, loadError(fmt.Errorf("remove memlock rlimit: %w", err))
 	}
 	objs := new(steerObjects)
 	if err := loadSteerObjects(objs, nil); err != nil {

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/netns"
+)
+
+// TestMain runs the CLI itself when RINGFIRE_TEST_MAIN is set: a test can
+// then run ringfire as another user (this binary, copied where that user
+// can execute it).
+func TestMain(m *testing.M) {
+	if os.Getenv("RINGFIRE_TEST_MAIN") == "1" {
+		main()
+	}
+	os.Exit(m.Run())
+}
+
+// Without the privilege to load an XDP program (an unprivileged user, no
+// capabilities), serve --xdp says why in one log line and serves over
+// kernel UDP; with --require-xdp it fails.
+func TestXDPFallbackWithoutPrivilege(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	dir, err := os.MkdirTemp("", "rf-unpriv-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	exe := filepath.Join(dir, "ringfire")
+	copyExecutable(t, exe)
+	ring := filepath.Join(dir, "ring")
+	mustRun(t, "gen", ring, "--count", "100", "--size", "56")
+	for _, f := range []string{dir, ring} {
+		if err := os.Chmod(f, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unprivileged := func(extra ...string) (string, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+			exe, "serve", ring, "--bind", p.AAddr.String() + ":7400", "--multicast", "239.255.0.1:7401",
+			"--xdp", "veth0", "--duration", "500ms"}, extra...)
+		cmd := p.A.Run(ctx, "setpriv", args...)
+		cmd.Env = append(os.Environ(), "RINGFIRE_TEST_MAIN=1")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := unprivileged()
+	if err != nil {
+		t.Fatalf("unprivileged serve --xdp: %v\n%s", err, out)
+	}
+	wantContains(t, "unprivileged serve", out, "AF_XDP unavailable, falling back to kernel UDP", "needs root or CAP_BPF", "msg=serving")
+	out, err = unprivileged("--require-xdp")
+	if err == nil || !strings.Contains(out, "--require-xdp") {
+		t.Fatalf("unprivileged serve --require-xdp: %v\n%s", err, out)
+	}
+}
+
+func copyExecutable(t *testing.T, dst string) {
+	t.Helper()
+	src, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
