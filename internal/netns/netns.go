@@ -58,8 +58,16 @@ const (
 type NS struct {
 	Name string
 
-	t  testing.TB
+	t  owner
 	wg sync.WaitGroup // goroutines started by Go
+}
+
+// owner is who deletes a namespace and hears of its troubles: a test
+// (testing.TB), or a program's Owner.
+type owner interface {
+	Cleanup(func())
+	Logf(format string, args ...any)
+	Errorf(format string, args ...any)
 }
 
 var (
@@ -155,7 +163,7 @@ func sweep() {
 }
 
 // newNS creates namespace prefix+suffix and registers its deletion with t.
-func newNS(t testing.TB, suffix string) (*NS, error) {
+func newNS(t owner, suffix string) (*NS, error) {
 	ns := &NS{Name: prefix + suffix, t: t}
 	own(ns.Name)
 	if err := ip("", "netns", "add", ns.Name); err != nil {
@@ -166,7 +174,7 @@ func newNS(t testing.TB, suffix string) (*NS, error) {
 	return ns, nil
 }
 
-func (ns *NS) remove(t testing.TB) {
+func (ns *NS) remove(t owner) {
 	done := make(chan struct{})
 	go func() { ns.wg.Wait(); close(done) }()
 	select {

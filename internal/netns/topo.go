@@ -30,6 +30,14 @@ type Pair struct {
 // Both namespaces are deleted by t.Cleanup. It fails the test on error.
 func NewPair(t testing.TB) *Pair {
 	t.Helper()
+	p, err := newPair(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newPair(t owner) (*Pair, error) {
 	sweep()
 	k := next()
 	p := &Pair{
@@ -39,13 +47,13 @@ func NewPair(t testing.TB) *Pair {
 	}
 	var err error
 	if p.A, err = newNS(t, fmt.Sprintf("%da", k)); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if p.B, err = newNS(t, fmt.Sprintf("%db", k)); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := veth(p.A, p.AIf, p.B, p.BIf); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for _, e := range []struct {
 		ns   *NS
@@ -56,7 +64,7 @@ func NewPair(t testing.TB) *Pair {
 			fmt.Sprintf("addr add %s/24 dev %s", e.addr, e.ifn),
 			"link set lo up",
 			"link set "+e.ifn+" up"); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	for _, e := range []struct {
@@ -64,10 +72,10 @@ func NewPair(t testing.TB) *Pair {
 		ifn string
 	}{{p.A, p.AIf}, {p.B, p.BIf}} {
 		if err := waitReady(e.ns, e.ifn); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
-	return p
+	return p, nil
 }
 
 // LAN is n host namespaces, each with a veth into a bridge that lives in its
