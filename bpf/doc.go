@@ -54,7 +54,7 @@
 // # Maps
 //
 //	name       type              key                         value                 entries
-//	flows      HASH              struct flow_key (8 bytes)   __u32 flags (0)       1024
+//	flows      HASH              struct flow_key (8 bytes)   __u32 owner pid (0)  1024
 //	                             { __be32 addr; __be16 port; __u16 pad (0) }
 //	xsks       XSKMAP            __u32 RX queue              __u32 socket fd       64
 //	                                                         (write only)
@@ -81,8 +81,8 @@
 // thread. ModeAuto tries
 // native (driver) mode and falls back to generic (skb) mode only when the
 // driver has no native XDP; an interface that already has an XDP program is
-// ErrBusy in any mode. Close detaches and frees everything; the AF_XDP
-// sockets belong to the caller.
+// ErrBusy in any mode. Close detaches (unless pinned) and frees
+// everything; the AF_XDP sockets belong to the caller.
 //
 // # Generating
 //
@@ -92,9 +92,30 @@
 //
 // # Pinning
 //
-// The maps are reached only through Program.objs, built in one place
-// (newProgram); pinning them and the link under bpffs for another process
-// means adding Pin(dir) and a LoadPinned(dir) that builds the same objects
-// from the pins. Program.Sockets is kept in this process: XSKMAP entries
-// cannot be read back from user space.
+// Pin pins the link and the maps under a bpffs, so the attachment outlives
+// the process (cmd/xdpctl attach); PinDir names the directory of an
+// interface of the calling thread's network namespace:
+//
+//	/sys/fs/bpf/ringfire/<netns cookie>/<ifname>/
+//	    link        the XDP bpf_link (holds the program)
+//	    flows xsks counters fault fault_seq   the program's maps
+//	    xsk_owners  ARRAY, 64 × { __u32 pid; __u32 pad; __u64 socket inode }
+//
+// The cookie (SO_NETNS_COOKIE; "ino<inode>" before Linux 5.14) keeps the
+// "veth0" of two namespaces apart: pins live in a bpffs mount, which
+// belongs to a mount namespace, not to the network namespace.
+//
+// LoadPinned (OpenPinned by interface name) makes a guest Program from the
+// pins: flows it adds carry its process id as the flows map's value (0 is
+// a flow of the Program that loaded the program; the steering program
+// ignores the value) and a flow that is already steered stays its owner's;
+// its sockets are recorded in xsk_owners, because XSKMAP entries cannot be
+// read back from user space (lookups from a syscall are EOPNOTSUPP and
+// BPF_MAP_GET_NEXT_KEY walks every index, filled or not). Close of a guest
+// removes exactly the flows and registrations it added and leaves the
+// program attached; Close of the Program that pinned leaves everything to
+// the pins. Unpin removes the pins; Detach detaches at once even while
+// other processes hold the link (BPF_LINK_DETACH). Pins whose link is
+// defunct (the interface was deleted) are ErrStale; RemovePins clears
+// them.
 package bpf

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"os"
 	"slices"
 
 	"github.com/cilium/ebpf"
@@ -44,6 +45,9 @@ func flowOf(k steerFlowKey) Flow {
 }
 
 // AddFlow steers f. Adding a flow that is already steered is not an error.
+// A Program loaded from pins (LoadPinned) adds f tagged with this
+// process's id and leaves a flow someone else steered alone (it is then
+// not this Program's to remove).
 func (p *Program) AddFlow(f Flow) error {
 	if err := f.validate(); err != nil {
 		return fmt.Errorf("bpf: add flow: %w", err)
@@ -54,16 +58,25 @@ func (p *Program) AddFlow(f Flow) error {
 	if err != nil {
 		return err
 	}
-	if err := m.Flows.Put(flowKey(f), uint32(0)); err != nil {
-		if errors.Is(err, unix.E2BIG) {
+	owner, flags := uint32(0), ebpf.UpdateAny
+	if p.guest {
+		owner, flags = uint32(os.Getpid()), ebpf.UpdateNoExist
+	}
+	if err := m.Flows.Update(flowKey(f), owner, flags); err != nil {
+		switch {
+		case errors.Is(err, ebpf.ErrKeyExist):
+			return nil // steered by someone else: theirs
+		case errors.Is(err, unix.E2BIG):
 			return fmt.Errorf("bpf: add flow %v: table full (%d flows): %w", f, MaxFlows, err)
 		}
 		return fmt.Errorf("bpf: add flow %v: %w", f, err)
 	}
+	p.added[f] = true
 	return nil
 }
 
-// RemoveFlow stops steering f; ErrNotFound if it was not steered.
+// RemoveFlow stops steering f; ErrNotFound if it was not steered, or, for
+// a Program loaded from pins, if this Program did not add it.
 func (p *Program) RemoveFlow(f Flow) error {
 	if err := f.validate(); err != nil {
 		return fmt.Errorf("bpf: remove flow: %w", err)
@@ -74,6 +87,10 @@ func (p *Program) RemoveFlow(f Flow) error {
 	if err != nil {
 		return err
 	}
+	if p.guest && !p.added[f] {
+		return fmt.Errorf("bpf: remove flow %v: not added by this process: %w", f, ErrNotFound)
+	}
+	delete(p.added, f)
 	if err := m.Flows.Delete(flowKey(f)); err != nil {
 		if errors.Is(err, ebpf.ErrKeyNotExist) {
 			return fmt.Errorf("bpf: remove flow %v: %w", f, ErrNotFound)
@@ -103,12 +120,7 @@ func (p *Program) Flows() ([]Flow, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("bpf: flows: %w", err)
 	}
-	slices.SortFunc(out, func(a, b Flow) int {
-		if c := a.Addr.Compare(b.Addr); c != 0 {
-			return c
-		}
-		return int(a.Port) - int(b.Port)
-	})
+	slices.SortFunc(out, compareFlows)
 	return out, nil
 }
 
@@ -137,6 +149,11 @@ func (p *Program) SetSocket(queue int, fd int) error {
 		return fmt.Errorf("bpf: set socket: queue %d fd %d: %w", queue, fd, err)
 	}
 	p.sockets[queue] = fd
+	own := ownerOf(fd)
+	p.regs[queue] = own
+	if err := p.owners.Put(uint32(queue), own); err != nil {
+		return fmt.Errorf("bpf: set socket: queue %d: record owner: %w", queue, err)
+	}
 	return nil
 }
 
@@ -156,10 +173,28 @@ func (p *Program) ClearSocket(queue int) error {
 	if _, ok := p.sockets[queue]; !ok {
 		return fmt.Errorf("bpf: clear socket: queue %d: %w", queue, ErrNotFound)
 	}
+	mine := p.regs[queue]
+	delete(p.sockets, queue)
+	delete(p.regs, queue)
+	return p.clearSocket(m, queue, mine)
+}
+
+// clearSocket removes our registration at queue, unless another process
+// registered its own socket there since. Callers hold p.mu.
+func (p *Program) clearSocket(m *steerMaps, queue int, mine socketOwner) error {
+	var cur socketOwner
+	if err := p.owners.Lookup(uint32(queue), &cur); err != nil {
+		return fmt.Errorf("bpf: clear socket: queue %d: %w", queue, err)
+	}
+	if cur.PID != 0 && cur != mine {
+		return nil // taken over since: not ours to clear
+	}
 	if err := m.Xsks.Delete(uint32(queue)); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
 		return fmt.Errorf("bpf: clear socket: queue %d: %w", queue, err)
 	}
-	delete(p.sockets, queue)
+	if err := p.owners.Put(uint32(queue), socketOwner{}); err != nil {
+		return fmt.Errorf("bpf: clear socket: queue %d: %w", queue, err)
+	}
 	return nil
 }
 

@@ -19,10 +19,17 @@ import (
 type Program struct {
 	mu      sync.Mutex
 	objs    *steerObjects // nil once closed
+	owners  *ebpf.Map     // xsk_owners: who registered each queue's socket
 	link    link.Link     // nil while detached
 	mode    Mode
 	ifindex int
-	sockets map[int]int // queue -> fd, as set through SetSocket
+	sockets map[int]int         // queue -> fd, as set through SetSocket
+	regs    map[int]socketOwner // queue -> our record in owners
+	// guest: loaded from pins (LoadPinned); Close leaves the program
+	// attached and removes only the flows and sockets this Program added.
+	guest  bool
+	pinDir string        // where Pin pinned it, or LoadPinned loaded it from
+	added  map[Flow]bool // flows added through this Program
 }
 
 // Load loads the program and creates its maps. It removes the memlock
@@ -38,13 +45,18 @@ func Load() (*Program, error) {
 	if err := loadSteerObjects(objs, nil); err != nil {
 		return nil, loadError(err)
 	}
-	return newProgram(objs), nil
+	owners, err := ebpf.NewMap(ownersSpec())
+	if err != nil {
+		objs.Close()
+		return nil, loadError(fmt.Errorf("create %s map: %w", ownersName, err))
+	}
+	return newProgram(objs, owners), nil
 }
 
-// newProgram wraps loaded objects. A future LoadPinned builds the same
-// objects from pins instead of from the embedded ELF.
-func newProgram(objs *steerObjects) *Program {
-	return &Program{objs: objs, sockets: make(map[int]int)}
+// newProgram wraps loaded objects, from the embedded ELF (Load) or from
+// pins (LoadPinned).
+func newProgram(objs *steerObjects, owners *ebpf.Map) *Program {
+	return &Program{objs: objs, owners: owners, sockets: make(map[int]int), regs: make(map[int]socketOwner), added: make(map[Flow]bool)}
 }
 
 func loadError(err error) error {
@@ -133,7 +145,9 @@ func ifaceExists(ifindex int) bool {
 }
 
 // Detach detaches the program from its interface; the maps stay, so the
-// program can be attached again.
+// program can be attached again. A pinned link is detached too (the pins
+// then name a defunct link: Unpin them), even when another process holds
+// it.
 func (p *Program) Detach() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -143,11 +157,20 @@ func (p *Program) Detach() error {
 	if p.link == nil {
 		return fmt.Errorf("bpf: detach: %w", ErrNotAttached)
 	}
-	return p.detach()
+	return p.detach(true)
 }
 
-func (p *Program) detach() error {
-	err := p.link.Close()
+// detach drops the link: force detaches it even if it is pinned or held
+// by another process; otherwise closing the descriptor detaches only an
+// unpinned link nobody else holds.
+func (p *Program) detach(force bool) error {
+	var err error
+	if force {
+		if err = p.link.Detach(); errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOLINK) {
+			err = nil // already defunct: the interface is gone
+		}
+	}
+	err = errors.Join(err, p.link.Close())
 	p.link, p.mode, p.ifindex = nil, ModeAuto, 0
 	if err != nil {
 		return fmt.Errorf("bpf: detach: %w", err)
@@ -172,7 +195,10 @@ func (p *Program) Ifindex() int {
 }
 
 // Close detaches the program and frees the program and its maps. The
-// AF_XDP sockets themselves belong to the caller. Close is idempotent.
+// AF_XDP sockets themselves belong to the caller. A pinned program stays
+// attached: Close of a Program loaded with LoadPinned first removes the
+// flows and sockets it added, and Close of a Program that Pin pinned
+// leaves everything to the pins. Close is idempotent.
 func (p *Program) Close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -180,13 +206,19 @@ func (p *Program) Close() error {
 		return nil
 	}
 	var errs []error
+	if p.guest {
+		errs = append(errs, p.removeOwn())
+	}
 	if p.link != nil {
-		errs = append(errs, p.detach())
+		errs = append(errs, p.detach(false))
 	}
 	if err := p.objs.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("bpf: close: %w", err))
 	}
-	p.objs, p.sockets = nil, nil
+	if err := p.owners.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("bpf: close: %w", err))
+	}
+	p.objs, p.owners, p.sockets, p.regs, p.added = nil, nil, nil, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -29,6 +29,12 @@ var (
 	ErrNotAttached = errors.New("not attached")
 	// ErrClosed: the Program has been closed.
 	ErrClosed = errors.New("closed")
+	// ErrStale: pins that no longer attach the program to the interface
+	// they are named after (the interface is gone or was replaced, the
+	// link was detached, or the pins are incomplete or of another layout).
+	ErrStale = errors.New("stale pins")
+	// ErrNoFS: the path is not on a mounted bpffs.
+	ErrNoFS = errors.New("bpffs not mounted")
 )
 
 // Mode is how the XDP program is attached to an interface.
