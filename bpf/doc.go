@@ -54,7 +54,7 @@
 // # Maps
 //
 //	name       type              key                         value                 entries
-//	flows      HASH              struct flow_key (8 bytes)   __u32 owner pid (0)  1024
+//	flows      HASH              struct flow_key (8 bytes)   __u32 owner pid (0)   1024
 //	                             { __be32 addr; __be16 port; __u16 pad (0) }
 //	xsks       XSKMAP            __u32 RX queue              __u32 socket fd       64
 //	                                                         (write only)

@@ -85,10 +85,7 @@ func (f *iface) open(cfg XDPConfig) error {
 	if f.resolver, err = neigh.NewResolver(); err != nil {
 		return err
 	}
-	if f.prog, err = bpf.Load(); err != nil {
-		return err
-	}
-	if err := f.prog.Attach(f.link.Index, cfg.Mode); err != nil {
+	if f.prog, err = program(f.link, cfg.Mode); err != nil {
 		return err
 	}
 	queues, err := xdp.Queues(f.link.Name)
@@ -106,6 +103,31 @@ func (f *iface) open(cfg XDPConfig) error {
 		}
 	}
 	return nil
+}
+
+// program reuses the steering program pinned for the interface (by xdpctl
+// attach, under bpf.DefaultFS, for this network namespace) when there is
+// one: the transports add their flows and sockets to it and, on close,
+// remove only those, leaving it attached (mode is then what xdpctl chose).
+// Otherwise the process loads and attaches a program of its own in mode,
+// detached again by close. Stale pins (the interface was re-created) are
+// left to xdpctl.
+func program(link neigh.Link, mode bpf.Mode) (*bpf.Program, error) {
+	p, err := bpf.OpenPinned(bpf.DefaultFS, link.Name)
+	switch {
+	case err == nil:
+		return p, nil
+	case !errors.Is(err, bpf.ErrNotFound) && !errors.Is(err, bpf.ErrStale):
+		return nil, err
+	}
+	if p, err = bpf.Load(); err != nil {
+		return nil, err
+	}
+	if err := p.Attach(link.Index, mode); err != nil {
+		p.Close()
+		return nil, err
+	}
+	return p, nil
 }
 
 // release drops a transport's reference; the last one closes everything.
