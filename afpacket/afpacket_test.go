@@ -1,0 +1,229 @@
+package afpacket_test
+
+import (
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/afpacket"
+)
+
+// The receive ring laps many times: 4 blocks of one page, a few datagrams
+// at a time, every one received once and in order.
+func TestReceiveLaps(t *testing.T) {
+	r := newRig(t, afpacket.Config{BlockSize: 4096, Blocks: 4})
+	dst := netip.AddrPortFrom(r.p.BAddr, port)
+	const rounds, per = 150, 10 // 10 × 300 bytes: one block or so a round
+	for i := range rounds {
+		r.sendKernel(t, dst, i*per, per, 300)
+		got := r.receive(t, per)
+		want := make([]uint32, per)
+		for j := range want {
+			want[j] = uint32(i*per + j)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("round %d: got %v, want %v", i, got, want)
+		}
+	}
+	st, err := r.sock.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.RXFrames != rounds*per || st.RXBlocks < 4*4 || st.Drops != 0 {
+		t.Errorf("stats %+v: want %d frames, blocks lapping the ring (≥ 16), no drops", st, rounds*per)
+	}
+}
+
+// The transmit ring of 8 frames laps: 1000 datagrams reach a kernel
+// socket, intact and in order.
+func TestSendLaps(t *testing.T) {
+	r := newRig(t, afpacket.Config{TXFrames: 8})
+	c := listen(t, r.p.A, netip.AddrPortFrom(r.p.AAddr, port))
+	tmpl := r.template(t)
+	const total = 1000
+	lens := make([]int, 0, 8)
+	payload := make([]byte, 200)
+	buf := make([]byte, 2048)
+	next := 0
+	for sent := 0; sent < total; {
+		k := r.sock.ReserveTX(min(5, total-sent))
+		lens = lens[:0]
+		for i := range k {
+			binary.BigEndian.PutUint32(payload, uint32(sent+i))
+			lens = append(lens, tmpl.Build(r.sock.TXFrame(i), payload, uint16(sent+i)))
+		}
+		if err := r.sock.SubmitTX(lens); err != nil {
+			t.Fatal(err)
+		}
+		sent += k
+		// Read what arrived, so the kernel socket's buffer never overflows.
+		for ; next < sent; next++ {
+			c.SetReadDeadline(time.Now().Add(wait))
+			n, from, err := c.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				t.Fatalf("datagram %d: %v", next, err)
+			}
+			if n != len(payload) || binary.BigEndian.Uint32(buf) != uint32(next) || from.Port() != port+1 {
+				t.Fatalf("datagram %d: %d bytes from %v carrying %d", next, n, from, binary.BigEndian.Uint32(buf))
+			}
+		}
+	}
+	st, _ := r.sock.Stats()
+	if st.TXFrames != total || st.Kicks < total/5 {
+		t.Errorf("stats %+v: want %d frames, ≥ %d kicks", st, total, total/5)
+	}
+	if p := r.sock.TXPending(); p != 0 {
+		t.Errorf("%d frames pending after everything arrived", p)
+	}
+}
+
+// Only our flow reaches the ring: not another port, not another address
+// on our port, not TCP.
+func TestFilterPassesOnlyOurFlow(t *testing.T) {
+	r := newRig(t, afpacket.Config{})
+	group := netip.MustParseAddr("239.255.7.7")
+	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port+1), 100, 5, 64)
+	r.sendKernel(t, netip.AddrPortFrom(group, port), 200, 5, 64)
+	r.p.A.Do(func() error { // a TCP SYN to our port (refused)
+		c, err := net.DialTimeout("tcp4", netip.AddrPortFrom(r.p.BAddr, port).String(), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return nil
+	})
+	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 7, 1, 64)
+	if got := r.receive(t, 1); !slices.Equal(got, []uint32{7}) {
+		t.Fatalf("got %v, want only [7]", got)
+	}
+	r.expectNone(t, 50*time.Millisecond)
+	st, _ := r.sock.Stats()
+	if st.Packets != 1 {
+		t.Errorf("%d packets passed the filter, want 1", st.Packets)
+	}
+}
+
+// A ring nobody empties fills: the kernel drops what does not fit and
+// counts it, and the queue freezes.
+func TestStatsDropsAndFreezes(t *testing.T) {
+	r := newRig(t, afpacket.Config{BlockSize: 4096, Blocks: 2})
+	const n = 300
+	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, n, 500)
+	time.Sleep(20 * time.Millisecond) // the last block retires
+	st, err := r.sock.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Packets != n || st.Drops == 0 || st.Drops >= n || st.Freezes == 0 {
+		t.Fatalf("stats %+v: want %d packets, some (not all) dropped, a freeze", st, n)
+	}
+	got := r.receive(t, n-int(st.Drops))
+	if int(st.Drops)+len(got) != n {
+		t.Errorf("received %d and dropped %d of %d", len(got), st.Drops, n)
+	}
+	for i, v := range got { // the first ones, in order
+		if v != uint32(i) {
+			t.Fatalf("frame %d carries %d", i, v)
+		}
+	}
+	// Counters accumulate across reads (the kernel resets its own).
+	st2, _ := r.sock.Stats()
+	if st2.Packets != st.Packets || st2.Drops != st.Drops {
+		t.Errorf("second read %+v, first %+v", st2, st)
+	}
+	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, 1, 10)
+	if got := r.receive(t, 1); len(got) != 1 {
+		t.Fatalf("after the freeze, got %v", got)
+	}
+}
+
+// Close wakes a goroutine waiting for frames, with ErrClosed.
+func TestCloseWakesWaiter(t *testing.T) {
+	r := newRig(t, afpacket.Config{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.poll.WaitFor(-1, nil)
+		done <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	r.poll.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, afpacket.ErrClosed) {
+			t.Fatalf("WaitFor: %v, want ErrClosed", err)
+		}
+	case <-time.After(wait):
+		t.Fatal("Close did not wake the waiter")
+	}
+	r.poll = nil
+}
+
+// WaitFor returns when frames arrive, when woken, and when its time runs
+// out.
+func TestWait(t *testing.T) {
+	r := newRig(t, afpacket.Config{})
+	start := time.Now()
+	if ok, err := r.poll.WaitFor(30*time.Millisecond, nil); ok || err != nil || time.Since(start) < 30*time.Millisecond {
+		t.Fatalf("WaitFor with nothing: %v, %v after %v", ok, err, time.Since(start))
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, 1, 10)
+	}()
+	if ok, err := r.poll.WaitFor(wait, nil); !ok || err != nil {
+		t.Fatalf("WaitFor a frame: %v, %v", ok, err)
+	}
+	r.receive(t, 1)
+	var flag atomicBool
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		flag.set()
+		r.poll.Wake()
+	}()
+	if ok, err := r.poll.WaitFor(wait, flag.get); !ok || err != nil {
+		t.Fatalf("WaitFor a wake: %v, %v", ok, err)
+	}
+}
+
+// Receive, Release, ReserveTX, TXFrame and SubmitTX do not allocate.
+func TestNoAllocs(t *testing.T) {
+	r := newRig(t, afpacket.Config{})
+	listen(t, r.p.A, netip.AddrPortFrom(r.p.AAddr, port))
+	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, 100, 64)
+	tmpl := r.template(t)
+	frames := make([][]byte, 4)
+	payload := make([]byte, 64)
+	lens := make([]int, 1)
+	if a := testing.AllocsPerRun(50, func() {
+		r.sock.Receive(frames)
+		r.sock.Release()
+		if r.sock.ReserveTX(1) == 1 {
+			lens[0] = tmpl.Build(r.sock.TXFrame(0), payload, 1)
+			if err := r.sock.SubmitTX(lens); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}); a != 0 {
+		t.Errorf("%v allocations per receive and send", a)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  afpacket.Config
+		want string
+	}{
+		{afpacket.Config{BlockSize: 5000}, "block size"},
+		{afpacket.Config{Blocks: 1}, "blocks"},
+		{afpacket.Config{TXFrames: 100}, "TX frames"},
+		{afpacket.Config{FrameSize: 1024}, "frame size"},
+	} {
+		if _, err := afpacket.Open(1, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Open(%+v): %v, want it to mention %q", c.cfg, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,21 @@
+package afpacket
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// Offsets of the status words in the rings (linux/if_packet.h).
+const (
+	blockStatusOff = 8 // tpacket_block_desc.hdr.bh1.block_status
+	frameStatusOff = 0 // tpacket2_hdr.tp_status
+)
+
+// statusWord returns the 32-bit status word at b[off:] for atomic access.
+// Status words of the rings are naturally aligned (blocks and frames start
+// on page or TPACKET_ALIGNMENT boundaries of an mmap'd ring), and the
+// kernel reads and writes them as whole words.
+func statusWord(b []byte, off int) *atomic.Uint32 {
+	_ = b[off+3]
+	return (*atomic.Uint32)(unsafe.Pointer(&b[off]))
+}

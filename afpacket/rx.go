@@ -1,0 +1,115 @@
+package afpacket
+
+import (
+	"encoding/binary"
+
+	"golang.org/x/sys/unix"
+)
+
+// Fields of tpacket_block_desc (hdr.bh1) and tpacket3_hdr read by Receive,
+// after the block's status handed it to user space.
+const (
+	blockNumPkts  = 12 // bh1.num_pkts
+	blockFirstPkt = 16 // bh1.offset_to_first_pkt
+	pktNextOff    = 0  // tp_next_offset
+	pktSnaplen    = 12 // tp_snaplen
+	pktMac        = 24 // tp_mac (u16): the frame's offset from the header
+)
+
+// rxState is the receive side's state (owned by the receiving goroutine).
+type rxState struct {
+	nblocks, size int
+	blk           int  // the block Receive reads next (the kernel fills them in order)
+	open          bool // blk is ours and partly handed out
+	left, off     int  // packets of blk still to hand out; the next one's offset
+	first, held   int  // blocks handed out completely, from first, until Release
+
+	frames, bytes, blocks counter
+}
+
+func (r *rxState) init(s *Socket) { r.nblocks, r.size = s.cfg.Blocks, s.cfg.BlockSize }
+
+func (s *Socket) block(i int) []byte {
+	z := s.rx.size
+	return s.rxRing[i*z : (i+1)*z : (i+1)*z]
+}
+
+// Receive hands out up to len(frames) received frames, each a slice of the
+// receive ring valid until Release (or the next Receive, which releases
+// first). It never blocks and does not allocate.
+func (s *Socket) Receive(frames [][]byte) int {
+	s.Release()
+	r := &s.rx
+	n, nbytes := 0, 0
+	for n < len(frames) && (r.open || s.openBlock()) {
+		b := s.block(r.blk)
+		h := r.off
+		snap := int(binary.NativeEndian.Uint32(b[h+pktSnaplen:]))
+		start := h + int(binary.NativeEndian.Uint16(b[h+pktMac:]))
+		if start+snap <= len(b) {
+			frames[n] = b[start : start+snap : start+snap]
+			n++
+			nbytes += snap
+		}
+		r.off += int(binary.NativeEndian.Uint32(b[h+pktNextOff:]))
+		if r.left--; r.left == 0 || r.off+pktMac+2 > len(b) {
+			r.finish()
+		}
+	}
+	r.frames.add(uint64(n))
+	r.bytes.add(uint64(nbytes))
+	return n
+}
+
+// openBlock takes the next block when the kernel has handed it over,
+// skipping empty ones; false when there is none (or all are held).
+func (s *Socket) openBlock() bool {
+	r := &s.rx
+	for r.held < r.nblocks {
+		b := s.block(r.blk)
+		if statusWord(b, blockStatusOff).Load()&unix.TP_STATUS_USER == 0 {
+			return false
+		}
+		r.left = int(binary.NativeEndian.Uint32(b[blockNumPkts:]))
+		r.off = int(binary.NativeEndian.Uint32(b[blockFirstPkt:]))
+		r.open = true
+		if r.left > 0 && r.off+pktMac+2 <= len(b) {
+			return true
+		}
+		r.finish()
+	}
+	return false
+}
+
+// finish moves the open block to the blocks awaiting Release.
+func (r *rxState) finish() {
+	if r.held == 0 {
+		r.first = r.blk
+	}
+	r.held++
+	r.open = false
+	r.blk = (r.blk + 1) % r.nblocks
+}
+
+// Release gives the blocks whose frames Receive handed out completely back
+// to the kernel. A block partly handed out stays until its last frame is.
+func (s *Socket) Release() {
+	r := &s.rx
+	for i := range r.held {
+		statusWord(s.block((r.first+i)%r.nblocks), blockStatusOff).Store(unix.TP_STATUS_KERNEL)
+	}
+	r.blocks.add(uint64(r.held))
+	r.held = 0
+}
+
+// Readable reports whether Receive would hand out a frame.
+func (s *Socket) Readable() bool {
+	r := &s.rx
+	if r.open {
+		return true
+	}
+	if r.held == r.nblocks {
+		return false
+	}
+	return statusWord(s.block(r.blk), blockStatusOff).Load()&unix.TP_STATUS_USER != 0
+}
