@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/netns"
+)
+
+// A short bench run over kernel UDP and AF_XDP writes its tables, a JSON
+// report with a figure for every section asked for, markdown and two
+// well-formed SVG charts. It asserts what was measured, never how fast.
+func TestBenchSmoke(t *testing.T) {
+	netns.Require(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var so, se bytes.Buffer
+	err := run(ctx, []string{"bench", "--quick", "--transports", "udp-unicast,xdp-unicast",
+		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms", "--out", out}, &so, &se)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, &se)
+	}
+	stdout := so.String()
+	wantContains(t, "bench output", stdout, "ping-pong round trip", "udp-unicast", "xdp-unicast", "zero-loss rate", "send cost")
+	var rep bench.Report
+	b, err := os.ReadFile(filepath.Join(out, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 0 {
+		t.Fatalf("measurements failed: %v", rep.Notes)
+	}
+	if len(rep.PingPong) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 4 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
+		t.Fatalf("report sections: %d pingpong, %d zero-loss, %d stages, %d fan-out, %d send cost",
+			len(rep.PingPong), len(rep.ZeroLoss), len(rep.Stages), len(rep.Fanout), len(rep.SendCost))
+	}
+	for _, l := range append(rep.PingPong, rep.Stages...) {
+		if l.Lat.Samples == 0 || l.Lat.P50 <= 0 || l.Lat.Max < l.Lat.P50 {
+			t.Errorf("%s: %+v", l.Name, l.Lat)
+		}
+	}
+	for _, s := range rep.Stress {
+		if s.Pushed == 0 || s.Delivered == 0 {
+			t.Errorf("stress %s at %d/s: pushed %d, delivered %d", s.Transport, s.Rate, s.Pushed, s.Delivered)
+		}
+	}
+	for _, name := range []string{"latency.svg", "throughput.svg"} {
+		wellFormed(t, filepath.Join(out, name))
+	}
+	md, _ := os.ReadFile(filepath.Join(out, "bench.md"))
+	wantContains(t, "bench.md", string(md), "latency.svg", "throughput.svg")
+}
+
+func wellFormed(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d := xml.NewDecoder(f)
+	for {
+		_, err := d.Token()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bench", "--transports", "pigeon"}, "--transports"},
+		{[]string{"bench", "--sections", "all"}, "--sections"},
+		{[]string{"bench", "--rates", "1,x"}, "--rates"},
+		{[]string{"bench", "--record", "8"}, "--record"},
+	} {
+		_, _, err := runCmd(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want it to mention %q", c.args, err, c.want)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package bench
+
+import "time"
+
+// Report is everything one `ringfire bench` run measured, on one machine,
+// in one run: the figures are meant to be compared with each other.
+type Report struct {
+	Machine  Machine    `json:"machine"`
+	Command  string     `json:"command"`
+	Started  time.Time  `json:"started"`
+	Elapsed  Duration   `json:"elapsed"`
+	Record   int        `json:"record_bytes"` // payload bytes per record
+	PingPong []Latency  `json:"pingpong"`     // one per transport
+	Stress   []Stress   `json:"stress"`       // per transport and offered rate
+	ZeroLoss []ZeroLoss `json:"zero_loss"`    // per transport: the sweep's best
+	Stages   []Latency  `json:"stages"`       // push-to-read, per stage
+	Fanout   []Fanout   `json:"fanout"`       // per transport and mirror count
+	SendCost []SendCost `json:"send_cost"`    // sendmmsg to N mirrors against N sendto
+	Notes    []string   `json:"notes,omitempty"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	CPU     string `json:"cpu"`
+	Cores   int    `json:"cores"`
+	Kernel  string `json:"kernel"`
+	Go      string `json:"go"`
+	Load    string `json:"load"` // /proc/loadavg at the start
+	Network string `json:"network"`
+}
+
+// Duration marshals as a string ("1.5s").
+type Duration time.Duration
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = Duration(v)
+	return err
+}
+
+// Percentiles of a latency distribution, in microseconds.
+type Percentiles struct {
+	Samples int64   `json:"samples"`
+	Avg     float64 `json:"avg_us"`
+	Min     float64 `json:"min_us"`
+	P50     float64 `json:"p50_us"`
+	P75     float64 `json:"p75_us"`
+	P90     float64 `json:"p90_us"`
+	P99     float64 `json:"p99_us"`
+	P999    float64 `json:"p99_9_us"`
+	P9999   float64 `json:"p99_99_us"`
+	Max     float64 `json:"max_us"`
+}
+
+// Latency is one named distribution: a transport's round trip, or a
+// stage's push-to-read time.
+type Latency struct {
+	Name string      `json:"name"`
+	Lat  Percentiles `json:"latency"`
+}
+
+// Stress is an open-loop run at a fixed offered rate for a fixed time.
+type Stress struct {
+	Transport     string      `json:"transport"`
+	Rate          int         `json:"offered_per_s"`
+	Duration      Duration    `json:"duration"`
+	Pushed        uint64      `json:"pushed"`
+	Delivered     uint64      `json:"delivered"` // echoes received
+	DeliveredPct  float64     `json:"delivered_pct"`
+	Disorder      uint64      `json:"disorder"` // echoes older than one already seen
+	Achieved      float64     `json:"achieved_per_s"`
+	Lat           Percentiles `json:"round_trip"`
+	NAKs          uint64      `json:"naks"`
+	Retransmitted uint64      `json:"retransmitted"`
+	Gaps          uint64      `json:"gaps"`
+}
+
+// Lossless reports whether every record came back with no gap and no
+// repair.
+func (s Stress) Lossless() bool {
+	return s.Delivered == s.Pushed && s.Gaps == 0 && s.Retransmitted == 0
+}
+
+// ZeroLoss is the highest offered rate a transport carried without loss.
+type ZeroLoss struct {
+	Transport string  `json:"transport"`
+	Rate      int     `json:"offered_per_s"` // 0: none of the sweep's rates
+	Achieved  float64 `json:"achieved_per_s"`
+	Capped    bool    `json:"capped"` // lossless at the top of the sweep: a lower bound
+}
+
+// Fanout is one source serving Mirrors mirrors over one transport.
+type Fanout struct {
+	Transport string        `json:"transport"`
+	Mirrors   int           `json:"mirrors"`
+	PerMirror []Percentiles `json:"per_mirror"` // push-to-read at each mirror
+	PushNs    float64       `json:"push_ns"`    // producer's Push cost with the mirrors attached
+	BaseNs    float64       `json:"base_push_ns"`
+}
+
+// SendCost compares one sendmmsg to N destinations with N sendto calls.
+type SendCost struct {
+	Mirrors    int     `json:"mirrors"`
+	SendmmsgNs float64 `json:"sendmmsg_ns_per_mirror"`
+	SendtoNs   float64 `json:"sendto_ns_per_mirror"`
+}

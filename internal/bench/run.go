@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Config chooses what a run measures. The zero value measures everything
+// with the defaults.
+type Config struct {
+	Transports []string      // default Transports
+	Record     int           // payload bytes per record (default 64)
+	PingPong   time.Duration // closed loop per transport (default 2 s)
+	Stress     time.Duration // open loop per offered rate (default 1 s)
+	Rates      []int         // offered rates of the sweep, records/s
+	Stages     time.Duration // push-to-read per stage (default 1 s)
+	Fanout     []int         // mirror counts (default 1, 4, 16)
+	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost
+	Progress   io.Writer     // one line per measurement (default none)
+}
+
+// DefaultRates is the default sweep, records/s.
+var DefaultRates = []int{100_000, 200_000, 400_000, 800_000, 1_600_000, 3_200_000}
+
+// Sections are the parts of a run.
+var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost"}
+
+func (c *Config) defaults() {
+	if len(c.Transports) == 0 {
+		c.Transports = Transports
+	}
+	if c.Record == 0 {
+		c.Record = 64
+	}
+	c.PingPong = cmp(c.PingPong, 2*time.Second)
+	c.Stress = cmp(c.Stress, time.Second)
+	c.Stages = cmp(c.Stages, time.Second)
+	if len(c.Rates) == 0 {
+		c.Rates = DefaultRates
+	}
+	if len(c.Fanout) == 0 {
+		c.Fanout = []int{1, 4, 16}
+	}
+	if len(c.Sections) == 0 {
+		c.Sections = Sections
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+}
+
+func cmp(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Run measures, in one run on one veth pair between two namespaces it
+// creates and removes, what cfg asks for. It needs root.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	r, err := newRig()
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	rep := &Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
+	steps := plan(&cfg, rep)
+	for _, s := range steps {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		fmt.Fprintf(cfg.Progress, "bench: %s\n", s.name)
+		if err := s.run(r); err != nil {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %v", s.name, err))
+			fmt.Fprintf(cfg.Progress, "bench: %s: %v\n", s.name, err)
+		}
+	}
+	rep.Elapsed = Duration(time.Since(rep.Started))
+	return rep, nil
+}
+
+type step struct {
+	name string
+	run  func(*rig) error
+}
+
+// plan lists the measurements of cfg, each adding to rep.
+func plan(cfg *Config, rep *Report) []step {
+	var steps []step
+	has := func(s string) bool { return slices.Contains(cfg.Sections, s) }
+	for _, tr := range cfg.Transports {
+		if has("pingpong") {
+			steps = append(steps, step{"pingpong " + tr, func(r *rig) error {
+				l, err := r.pingPong(tr, cfg.Record, cfg.PingPong)
+				if err == nil {
+					rep.PingPong = append(rep.PingPong, l)
+				}
+				return err
+			}})
+		}
+		if has("stress") {
+			steps = append(steps, step{"stress " + tr, func(r *rig) error {
+				runs, best, err := r.sweep(tr, cfg.Record, cfg.Rates, cfg.Stress)
+				rep.Stress = append(rep.Stress, runs...)
+				rep.ZeroLoss = append(rep.ZeroLoss, best)
+				return err
+			}})
+		}
+	}
+	return append(steps, planRest(cfg, rep, has)...)
+}
+
+func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
+	var steps []step
+	if has("stages") {
+		tr := bestOf(cfg.Transports)
+		steps = append(steps, step{"stages over " + tr, func(r *rig) error {
+			ls, err := r.stages(tr, cfg.Record, cfg.Stages)
+			rep.Stages = append(rep.Stages, ls...)
+			return err
+		}})
+	}
+	for _, tr := range FanoutTransports {
+		if !has("fanout") || !slices.Contains(cfg.Transports, tr) {
+			continue
+		}
+		for _, n := range cfg.Fanout {
+			steps = append(steps, step{fmt.Sprintf("fanout %s to %d", tr, n), func(r *rig) error {
+				f, err := r.fanout(tr, n, cfg.Record, cfg.Stages)
+				if err == nil {
+					rep.Fanout = append(rep.Fanout, f)
+				}
+				return err
+			}})
+		}
+	}
+	if has("sendcost") {
+		for _, n := range cfg.Fanout {
+			steps = append(steps, step{fmt.Sprintf("send cost to %d", n), func(r *rig) error {
+				c, err := r.sendCost(n, cfg.Record, 500*time.Millisecond)
+				if err == nil {
+					rep.SendCost = append(rep.SendCost, c)
+				}
+				return err
+			}})
+		}
+	}
+	return steps
+}
+
+// bestOf is the transport the stages use: AF_XDP unicast when measured.
+func bestOf(trs []string) string {
+	for _, t := range []string{"xdp-unicast", "udp-unicast"} {
+		if slices.Contains(trs, t) {
+			return t
+		}
+	}
+	return trs[0]
+}
+
+// machine describes this host.
+func machine() Machine {
+	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(),
+		Network: "two network namespaces, one veth pair, MTU 1500"}
+	var u unix.Utsname
+	if unix.Uname(&u) == nil {
+		m.Kernel = unix.ByteSliceToString(u.Release[:])
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.Load = strings.TrimSpace(string(b))
+	}
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
