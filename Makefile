@@ -47,7 +47,12 @@ fuzz:
 	  done; \
 	done
 
-bench:
+# Every transport side by side in two namespaces (root): tables on the
+# terminal; JSON, markdown and SVG charts in docs/bench (shown by
+# docs/benchmarks.md and README.md). Then the ring's own microbenchmarks.
+BENCH_FLAGS ?=
+bench: build
+	$(BIN)/ringfire bench --out docs/bench $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./shm
 
 clean:
