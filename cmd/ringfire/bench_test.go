@@ -44,11 +44,11 @@ func TestBenchSmoke(t *testing.T) {
 	if len(rep.Notes) != 0 {
 		t.Fatalf("measurements failed: %v", rep.Notes)
 	}
-	if len(rep.PingPong) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 4 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
+	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 4 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
 		t.Fatalf("report sections: %d pingpong, %d zero-loss, %d stages, %d fan-out, %d send cost",
 			len(rep.PingPong), len(rep.ZeroLoss), len(rep.Stages), len(rep.Fanout), len(rep.SendCost))
 	}
-	for _, l := range append(rep.PingPong, rep.Stages...) {
+	for _, l := range append(append(rep.PingPong, rep.Datagram...), rep.Stages...) {
 		if l.Lat.Samples == 0 || l.Lat.P50 <= 0 || l.Lat.Max < l.Lat.P50 {
 			t.Errorf("%s: %+v", l.Name, l.Lat)
 		}

@@ -15,6 +15,7 @@ type table struct {
 func (r *Report) tables() []table {
 	all := []table{
 		latencyTable("ping-pong round trip (µs)", "transport", r.PingPong),
+		latencyTable("datagram round trip, transport only (µs)", "transport", r.Datagram),
 		r.stressTable(),
 		r.zeroLossTable(),
 		latencyTable("stages: push to read (µs)", "stage", r.Stages),

@@ -11,6 +11,7 @@ type Report struct {
 	Elapsed  Duration   `json:"elapsed"`
 	Record   int        `json:"record_bytes"` // payload bytes per record
 	PingPong []Latency  `json:"pingpong"`     // one per transport
+	Datagram []Latency  `json:"datagram"`     // one datagram A → B → A, no ring
 	Stress   []Stress   `json:"stress"`       // per transport and offered rate
 	ZeroLoss []ZeroLoss `json:"zero_loss"`    // per transport: the sweep's best
 	Stages   []Latency  `json:"stages"`       // push-to-read, per stage

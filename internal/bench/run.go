@@ -108,6 +108,15 @@ func plan(cfg *Config, rep *Report) []step {
 				}
 				return err
 			}})
+			if dt := datagramPath(tr); dt != "" {
+				steps = append(steps, step{"datagram round trip " + dt, func(r *rig) error {
+					l, err := r.datagramRoundTrip(dt, cfg.Record, cfg.PingPong)
+					if err == nil {
+						rep.Datagram = append(rep.Datagram, l)
+					}
+					return err
+				}})
+			}
 		}
 		if has("stress") {
 			steps = append(steps, step{"stress " + tr, func(r *rig) error {
