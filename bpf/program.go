@@ -229,3 +229,26 @@ func (p *Program) maps(op string) (*steerMaps, error) {
 	}
 	return &p.objs.steerMaps, nil
 }
+
+// ProgramID is the kernel's id of the loaded program (as `ip link` and
+// bpftool show it), 0 if it cannot be told.
+func (p *Program) ProgramID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.objs == nil {
+		return 0
+	}
+	if p.link != nil {
+		if info, err := p.link.Info(); err == nil {
+			return int(info.Program)
+		}
+	}
+	if p.objs.Steer != nil {
+		if info, err := p.objs.Steer.Info(); err == nil {
+			if id, ok := info.ID(); ok {
+				return int(id)
+			}
+		}
+	}
+	return 0
+}
