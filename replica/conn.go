@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 )
 
 // tcpFrame is one frame read from the control connection.
@@ -31,6 +32,13 @@ type conn struct {
 	udp  Transport
 	mc   Multicast
 	spec DatagramSpec
+
+	// telemetry: the source takes STATUS; the run loop hands frames to
+	// the status writer through status (the newest wins).
+	telemetry  bool
+	status     chan []byte
+	lastStatus time.Time
+	reported   uint64 // Applied in the last STATUS
 }
 
 const (

@@ -1,6 +1,9 @@
 package replica
 
-import "net"
+import (
+	"fmt"
+	"net"
+)
 
 // EventKind says what happened to a mirror connection.
 type EventKind int
@@ -10,10 +13,22 @@ const (
 	EventDisconnected                  // a mirror's connection ended (Err says why, nil: it hung up)
 	EventRejected                      // a connection failed the handshake
 	EventNoPunch                       // a unicast mirror never punched: served over TCP instead
+	// EventLagging: a mirror's lag passed half the ring's capacity (it is
+	// about to gap). Raised once per crossing; Mirror is its row.
+	EventLagging
+	// EventLagRecovered: a lagging mirror is back within a quarter of the
+	// ring's capacity. Mirror is its row.
+	EventLagRecovered
 )
 
+var eventNames = [...]string{"connected", "disconnected", "rejected", "no punch, falling back to TCP",
+	"lagging: past half the ring's capacity", "lag recovered"}
+
 func (k EventKind) String() string {
-	return [...]string{"connected", "disconnected", "rejected", "no punch, falling back to TCP"}[k]
+	if k >= 0 && int(k) < len(eventNames) {
+		return eventNames[k]
+	}
+	return fmt.Sprintf("EventKind(%d)", int(k))
 }
 
 // Event reports a change of a mirror connection. The library never logs;
@@ -22,10 +37,16 @@ type Event struct {
 	Kind EventKind
 	Peer net.Addr
 	Err  error
+	// Mirror is the mirror's row in the table, for the lag events.
+	Mirror MirrorInfo
 }
 
 func (s *Server) event(k EventKind, c net.Conn, err error) {
+	s.emit(Event{Kind: k, Peer: c.RemoteAddr(), Err: err})
+}
+
+func (s *Server) emit(e Event) {
 	if s.cfg.Events != nil {
-		s.cfg.Events(Event{Kind: k, Peer: c.RemoteAddr(), Err: err})
+		s.cfg.Events(e)
 	}
 }

@@ -22,10 +22,11 @@ const (
 	KindNak       Kind = 6 // mirror → source, TCP
 	KindMulticast Kind = 7 // source → mirror, TCP
 	KindPunch     Kind = 8 // mirror → source, UDP
-	kindLast           = KindPunch
+	KindStatus    Kind = 9 // mirror → source, TCP, only after GeometryTelemetry
+	kindLast           = KindStatus
 )
 
-var kindNames = [...]string{"", "HELLO", "GEOMETRY", "DATA", "GAP", "HEARTBEAT", "NAK", "MULTICAST", "PUNCH"}
+var kindNames = [...]string{"", "HELLO", "GEOMETRY", "DATA", "GAP", "HEARTBEAT", "NAK", "MULTICAST", "PUNCH", "STATUS"}
 
 func (k Kind) String() string {
 	if k >= 1 && k <= kindLast {
@@ -60,12 +61,18 @@ const (
 const (
 	HelloUDP     uint8 = 1 << 0 // the mirror can receive UDP datagrams
 	HelloUnicast uint8 = 1 << 1 // the mirror prefers UDP unicast
+	// HelloTelemetry: the mirror can report STATUS frames (an extension;
+	// the source acknowledges it with GeometryTelemetry).
+	HelloTelemetry uint8 = 1 << 2
 )
 
 // GEOMETRY flags.
 const (
 	GeometryReset     uint8 = 1 << 0 // the mirror must start a fresh ring
 	GeometryMulticast uint8 = 1 << 1 // a MULTICAST frame follows
+	// GeometryTelemetry: the source takes STATUS frames (set only for a
+	// mirror that announced HelloTelemetry).
+	GeometryTelemetry uint8 = 1 << 2
 )
 
 // HELLO start sequences.
@@ -133,6 +140,8 @@ func fixedLen(k Kind) (int, bool) {
 		return multicastSize, true
 	case KindNak:
 		return nakSize, true
+	case KindStatus:
+		return statusSize, true
 	case KindGap, KindHeartbeat, KindPunch:
 		return 0, true
 	}

@@ -52,6 +52,15 @@ type MirrorConfig struct {
 	NewTransport func(DatagramSpec) (Transport, error)
 	// DialTimeout bounds connecting and the handshake (default 10 s).
 	DialTimeout time.Duration
+	// NoTelemetry does not announce HelloTelemetry: the mirror speaks
+	// version 1 exactly and never reports STATUS.
+	NoTelemetry bool
+	// Name names the mirror in the source's table (default
+	// "hostname:ring file name"; at most 32 bytes are sent).
+	Name string
+	// StatusInterval is how often the mirror reports STATUS to a source
+	// that takes it (default DefaultStatusInterval, 100 ms).
+	StatusInterval time.Duration
 }
 
 // Mirror keeps a local ring identical to a source ring: same sequence
@@ -75,6 +84,7 @@ type Mirror struct {
 	nakBuf     []byte
 	lastPunch  time.Time
 	lastPublic time.Time
+	id         uint64 // identity reported in STATUS
 
 	mu     sync.Mutex
 	public MirrorStats
@@ -99,6 +109,7 @@ func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 		cfg.NewTransport = NewMirrorUDP
 	}
 	m := &Mirror{cfg: cfg, msgs: make([]Message, stepLimit), bufs: make([][]byte, stepLimit)}
+	m.initTelemetry()
 	for i := range m.bufs {
 		m.bufs[i] = make([]byte, MaxMTU)
 	}
@@ -166,6 +177,9 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	m.c = c
 	m.stats.Connects++
 	c.startReader(max(tcpFrameMax, m.shape.MaxRecord()))
+	if c.telemetry {
+		c.startStatus()
+	}
 	return nil
 }
 
@@ -175,6 +189,9 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 		defer c.tcp.SetDeadline(time.Time{})
 	}
 	flags := uint8(0)
+	if !m.cfg.NoTelemetry {
+		flags |= HelloTelemetry
+	}
 	if !m.cfg.TCPOnly {
 		flags |= HelloUDP
 		if m.cfg.Unicast {
@@ -211,6 +228,7 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 	if err := m.prepareRing(g, h, mc); err != nil {
 		return err
 	}
+	c.telemetry = !m.cfg.NoTelemetry && h.Flags&GeometryTelemetry != 0
 	if h.Flags&GeometryMulticast != 0 {
 		return m.openDatagrams(c, mc)
 	}

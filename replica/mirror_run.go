@@ -84,6 +84,7 @@ func (m *Mirror) finishStep(c *conn, now time.Time) error {
 	if now.Sub(m.lastPublic) >= time.Millisecond {
 		m.publishStats(now)
 	}
+	m.reportStatus(c, now)
 	return nil
 }
 

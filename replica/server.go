@@ -43,8 +43,16 @@ type ServerConfig struct {
 	// Loopback delivers multicast to receivers on this host too.
 	Loopback bool
 	// Events, when set, is told about mirror connections (from the
-	// connection's goroutine; it must not block).
+	// connection's goroutine) and lag warnings (from the telemetry
+	// goroutine); it must not block.
 	Events func(Event)
+	// NoTelemetry ignores HelloTelemetry: every mirror is served as a
+	// version-1 peer and sends no STATUS.
+	NoTelemetry bool
+	// MirrorRetention is how long a mirror that reported an identity and
+	// left stays in Mirrors (default DefaultMirrorRetention; negative:
+	// not at all).
+	MirrorRetention time.Duration
 }
 
 // AdaptiveLinger is the linger of the adaptive pacing.
@@ -72,6 +80,7 @@ type Server struct {
 	serving  sync.WaitGroup      // Serve itself
 	closed   atomic.Bool
 	st       serverCounters
+	tele     *telemetry // the table of mirrors
 }
 
 type serverCounters struct {
@@ -98,6 +107,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.PunchTimeout <= 0 {
 		cfg.PunchTimeout = 3 * time.Second
 	}
+	if cfg.MirrorRetention == 0 {
+		cfg.MirrorRetention = DefaultMirrorRetention
+	}
 	if cfg.Multicast.IsValid() && !cfg.Multicast.Addr().IsMulticast() {
 		return nil, fmt.Errorf("replica: %v is not a multicast group", cfg.Multicast)
 	}
@@ -110,6 +122,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	// The datagram stream starts after what the ring holds now; sessions
 	// accepted before the sender runs must already see that.
 	s.lastSent.Store(ring.WriteSeq())
+	s.tele = newTelemetry(ring.Layout().Capacity, ring.WriteSeq(), time.Now())
 	s.dests.Store(&[]netip.AddrPort{})
 	s.wakes.Store(&[]chan struct{}{})
 	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
@@ -173,6 +186,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	go func() { defer s.wg.Done(); s.watchRing(ctx, cancel, replaced) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.telemetryLoop(ctx) }()
 	if s.udp != nil {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.punchLoop(ctx) }()
@@ -237,6 +252,7 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.ln.Close()
+	s.tele.close()
 	s.closeSessions()
 	if s.udp != nil {
 		s.udp.Close()

@@ -38,6 +38,9 @@ type session struct {
 	mode    atomic.Int32
 	sent    atomic.Uint64 // highest sequence sent over TCP
 
+	telemetry bool       // the mirror sends STATUS (HelloTelemetry acknowledged)
+	row       *mirrorRow // its row in srv.tele (guarded by srv.tele.mu)
+
 	mu        sync.Mutex // guards bw and the connection's writes
 	bw        *bufio.Writer
 	lastWrite atomic.Int64 // unix nanoseconds of the last write
@@ -69,6 +72,8 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		return
 	}
 	defer s.unregister(ss)
+	s.tele.join(ss, time.Now())
+	defer func() { s.tele.leave(ss, time.Now(), s.cfg.MirrorRetention > 0) }()
 	s.event(EventConnected, c, nil)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -121,6 +126,10 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	var flags uint8
 	if reset {
 		flags |= GeometryReset
+	}
+	if hello.Flags&HelloTelemetry != 0 && !s.cfg.NoTelemetry {
+		flags |= GeometryTelemetry
+		ss.telemetry = true
 	}
 	b := make([]byte, 0, 2*HeaderSize+geometrySize+multicastSize)
 	mc, udp := s.datagramsFor(hello, ss.token)
@@ -183,13 +192,23 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 	nf := newFeed(ss.srv.ring)
 	buf := make([]byte, 0, tcpFrameMax+HeaderSize)
 	var answered uint64 // last record answered (DATA or GAP) on this connection
+	maxLen := 64
+	if ss.telemetry {
+		maxLen = statusSize
+	}
 	for {
-		h, p, err := readFrameFrom(br, 64)
+		h, p, err := readFrameFrom(br, maxLen)
 		if err != nil {
 			if errors.Is(err, ErrPeerClosed) {
 				return nil // the mirror hung up between frames
 			}
 			return err
+		}
+		if h.Kind == KindStatus && ss.telemetry {
+			if err := ss.status(h, p); err != nil {
+				return err
+			}
+			continue
 		}
 		if h.Kind != KindNak {
 			return fmt.Errorf("%w: unexpected %v from a mirror", ErrMalformed, h.Kind)

@@ -1,0 +1,99 @@
+package replica
+
+import (
+	"hash/fnv"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// statusWriteTimeout bounds one STATUS write; a source that does not read
+// it for that long is dropped (the mirror reconnects).
+const statusWriteTimeout = 5 * time.Second
+
+// initTelemetry fills in the mirror's name and interval and derives its
+// identity from the host and the ring's absolute path, so that a mirror
+// restarted on the same ring (--from resume) keeps its row at the source.
+func (m *Mirror) initTelemetry() {
+	host, _ := os.Hostname()
+	if m.cfg.Name == "" {
+		m.cfg.Name = host + ":" + filepath.Base(m.cfg.Ring)
+	}
+	if m.cfg.StatusInterval <= 0 {
+		m.cfg.StatusInterval = DefaultStatusInterval
+	}
+	path, err := filepath.Abs(m.cfg.Ring)
+	if err != nil {
+		path = m.cfg.Ring
+	}
+	h := fnv.New64a()
+	h.Write([]byte(host))
+	h.Write([]byte{0})
+	h.Write([]byte(path))
+	m.id = max(h.Sum64(), 1) // 0 means "no identity"
+}
+
+// ID is the identity the mirror reports to its source.
+func (m *Mirror) ID() uint64 { return m.id }
+
+// status is the mirror's STATUS now.
+func (m *Mirror) status() Status {
+	st := &m.stats
+	return Status{Applied: m.ring.published, Interval: m.cfg.StatusInterval, Lag: m.seq.lag(),
+		Naks: st.NaksSent, Retransmitted: st.Retransmitted, Gaps: st.Gaps,
+		Drops: st.Overflow + st.Malformed + st.OtherSession, ID: m.id,
+		Transport: st.Transport, Name: m.cfg.Name}
+}
+
+// reportStatus hands a STATUS to the connection's status writer when one
+// is due: every StatusInterval, and early — at most every StatusInterval/20
+// — when the mirror has just applied everything it heard of, so that the
+// source's Wait hears of it in about a round trip. It never blocks: a
+// STATUS the writer has not taken yet is replaced by the newer one.
+func (m *Mirror) reportStatus(c *conn, now time.Time) {
+	if !c.telemetry || m.ring == nil || m.seq == nil {
+		return
+	}
+	since := now.Sub(c.lastStatus)
+	early := m.ring.published != c.reported && m.seq.lag() == 0 && since >= m.cfg.StatusInterval/20
+	if since < m.cfg.StatusInterval && !early {
+		return
+	}
+	c.lastStatus, c.reported = now, m.ring.published
+	b := AppendStatus(make([]byte, 0, HeaderSize+statusSize), m.status())
+	for range 2 {
+		select {
+		case c.status <- b:
+			return
+		default:
+		}
+		select {
+		case <-c.status: // the writer is behind: drop the older one
+		default:
+		}
+	}
+}
+
+// startStatus starts the goroutine writing STATUS frames. Each frame is
+// one Write call: the connection serializes them with the run loop's NAKs.
+// A failed write closes the connection (a partial frame would corrupt the
+// stream); the run loop then sees the error and reconnects.
+func (c *conn) startStatus() {
+	c.status = make(chan []byte, 1)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for {
+			select {
+			case <-c.done:
+				return
+			case b := <-c.status:
+				c.tcp.SetWriteDeadline(time.Now().Add(statusWriteTimeout))
+				if _, err := c.tcp.Write(b); err != nil {
+					c.tcp.Close()
+					return
+				}
+			}
+		}
+	}()
+}

@@ -1,0 +1,73 @@
+package replica
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Wait blocks until n mirrors have applied seq — published it in their
+// rings, where their readers can read it — and returns how many have. It
+// returns early with ctx's error when ctx ends (a deadline is the
+// timeout), or ErrClosed when the server closes, with the count reached so
+// far. Like Redis WAIT: only connected mirrors that report STATUS count,
+// and a mirror's word comes with its STATUS (every 100 ms by default). A
+// record a mirror lost by GAP counts as passed once the mirror applied a
+// later one. n ≤ 0 returns the count at once.
+func (s *Server) Wait(ctx context.Context, n int, seq uint64) (int, error) {
+	t := s.tele
+	for {
+		t.mu.Lock()
+		have := t.appliedCount(seq)
+		changed, closed := t.changed, t.closed
+		t.mu.Unlock()
+		switch {
+		case have >= n:
+			return have, nil
+		case closed:
+			return have, ErrClosed
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			t.mu.Lock()
+			have = t.appliedCount(seq)
+			t.mu.Unlock()
+			if have >= n {
+				return have, nil
+			}
+			return have, ctx.Err()
+		}
+	}
+}
+
+// appliedCount counts the connected mirrors that reported applying seq
+// (t.mu held).
+func (t *telemetry) appliedCount(seq uint64) int {
+	k := 0
+	for _, r := range t.rows {
+		if r.ss != nil && r.info.Reported && r.info.Applied >= seq {
+			k++
+		}
+	}
+	return k
+}
+
+// tcpAddr is a as a net.Addr (nil when it is not valid).
+func tcpAddr(a netip.AddrPort) net.Addr {
+	if !a.IsValid() {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(a)
+}
+
+// status applies a STATUS frame from the session's mirror.
+func (ss *session) status(h Header, p []byte) error {
+	st, err := ParseStatus(h, p)
+	if err != nil {
+		return err
+	}
+	ss.srv.tele.status(ss, st, ss.srv.ring.WriteSeq(), time.Now())
+	return nil
+}
