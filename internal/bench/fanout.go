@@ -7,30 +7,33 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
 
 // FanoutTransports are the transports the fan-out measures.
-var FanoutTransports = []string{"udp-unicast", "udp-multicast", "xdp-unicast"}
+var FanoutTransports = []string{"udp-unicast", "udp-multicast", "xdp-unicast", "xdp-multicast"}
 
-// fanout serves one source to n mirrors on the other host over tr: the
-// push-to-read latency at each mirror, and the producer's Push cost with
-// the mirrors attached against a ring nobody serves.
+// fanout serves one source to n mirrors over tr, each mirror on a host of
+// its own (n+1 namespaces on a bridge): the push-to-read latency at each
+// mirror, and the producer's Push cost with the mirrors attached against a
+// ring nobody serves.
 func (r *rig) fanout(tr string, n, size int, d time.Duration) (Fanout, error) {
 	defer r.reset()
-	p := r.pair
-	base, err := r.pushCost(nil, size)
+	var hosts netns.Owner
+	r.stops = append(r.stops, func() { hosts.Close() }) // runs last
+	lan, err := hosts.NewLAN(n + 1)
 	if err != nil {
 		return Fanout{}, err
 	}
-	src, err := r.newSource(p.A, p.AAddr, "F", size, 1<<16, tr, 0, nil)
+	src, err := r.newSource(lan.Hosts[0], lan.Addrs[0], "F", size, 1<<16, tr, 0, nil)
 	if err != nil {
 		return Fanout{}, err
 	}
 	readers := make([]*shm.Reader, n)
 	for i := range n {
-		m, err := r.newMirror(p.B, p.BAddr, src, fmt.Sprintf("F-mirror-%d", i), tr, 0)
+		m, err := r.newMirror(lan.Hosts[i+1], lan.Addrs[i+1], src, fmt.Sprintf("F-mirror-%d", i), tr, 0)
 		if err != nil {
 			return Fanout{}, err
 		}
@@ -40,40 +43,57 @@ func (r *rig) fanout(tr string, n, size int, d time.Duration) (Fanout, error) {
 	if err != nil {
 		return Fanout{}, err
 	}
-	f := Fanout{Transport: tr, Mirrors: n, BaseNs: base}
+	f := Fanout{Transport: tr, Mirrors: n}
 	for _, h := range hs {
 		f.PerMirror = append(f.PerMirror, h.percentiles())
 	}
-	f.PushNs, err = r.pushCost(src, size)
+	f.BaseNs, f.PushNs, err = r.pushCosts(src, size)
 	return f, err
 }
 
-// pushCost is the median over 5 rounds of the time per Push of 100,000
-// records pushed back to back, into src's ring or, for nil, into a ring
-// nobody serves.
-func (r *rig) pushCost(src *source, size int) (float64, error) {
-	if src == nil {
-		w, err := shm.Create(r.dir+"/unserved", shm.RingConfig{PayloadSize: size, Capacity: 1 << 16}, shm.CreateOptions{Replace: true})
-		if err != nil {
+// pushCosts is the producer's time per Push, pushing 100,000 records back
+// to back: into a ring nobody serves (base) and into src's ring, served to
+// its mirrors (served). Rounds alternate between the two, so that a change
+// of the machine's load weighs on both; each is the median of 7 rounds.
+func (r *rig) pushCosts(src *source, size int) (base, served float64, err error) {
+	w, err := shm.Create(r.dir+"/unserved", shm.RingConfig{PayloadSize: size, Capacity: 1 << 16}, shm.CreateOptions{Replace: true})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer w.Close()
+	unserved := &source{w: w, rec: make([]byte, size)}
+	var bs, ss []float64
+	for range 7 {
+		for _, c := range []struct {
+			s   *source
+			out *[]float64
+		}{{unserved, &bs}, {src, &ss}} {
+			ns, err := pushRound(c.s)
+			if err != nil {
+				return 0, 0, err
+			}
+			*c.out = append(*c.out, ns)
+		}
+		time.Sleep(20 * time.Millisecond) // the senders catch up between rounds
+	}
+	return median(bs), median(ss), nil
+}
+
+// pushRound is the time per Push of 100,000 records pushed back to back.
+func pushRound(s *source) (float64, error) {
+	const n = 100_000
+	start := time.Now()
+	for range n {
+		if _, err := s.w.Push(s.rec); err != nil {
 			return 0, err
 		}
-		defer w.Close()
-		src = &source{w: w, rec: make([]byte, size)}
 	}
-	const n = 100_000
-	var rounds []float64
-	for range 5 {
-		start := time.Now()
-		for range n {
-			if _, err := src.w.Push(src.rec); err != nil {
-				return 0, err
-			}
-		}
-		rounds = append(rounds, float64(time.Since(start).Nanoseconds())/n)
-		time.Sleep(20 * time.Millisecond) // let the senders catch up between rounds
-	}
-	slices.Sort(rounds)
-	return rounds[len(rounds)/2], nil
+	return float64(time.Since(start).Nanoseconds()) / n, nil
+}
+
+func median(v []float64) float64 {
+	slices.Sort(v)
+	return v[len(v)/2]
 }
 
 // sendCost compares one sendmmsg to n destinations with n sendto calls

@@ -48,6 +48,9 @@ func (o *Owner) Logs() []string {
 // NewPair is the package's NewPair for a program.
 func (o *Owner) NewPair() (*Pair, error) { return newPair(o) }
 
+// NewLAN is the package's NewLAN for a program.
+func (o *Owner) NewLAN(n int) (*LAN, error) { return newLAN(o, n) }
+
 // Close deletes the namespaces (last created first) and returns the errors
 // recorded on the way.
 func (o *Owner) Close() error {

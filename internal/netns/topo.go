@@ -93,15 +93,23 @@ type LAN struct {
 // t.Cleanup. It fails the test on error.
 func NewLAN(t testing.TB, n int) *LAN {
 	t.Helper()
+	l, err := newLAN(t, n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func newLAN(t owner, n int) (*LAN, error) {
 	if n < 1 || n > 253 {
-		t.Fatalf("netns: NewLAN: n = %d, want 1..253", n)
+		return nil, fmt.Errorf("netns: NewLAN: n = %d, want 1..253", n)
 	}
 	sweep()
 	k := next()
 	l := &LAN{}
 	var err error
 	if l.Bridge, err = newNS(t, fmt.Sprintf("%dbr", k)); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	brCmds := []string{
 		"link add br0 type bridge mcast_snooping 0 stp_state 0 forward_delay 0",
@@ -111,11 +119,11 @@ func NewLAN(t testing.TB, n int) *LAN {
 	for i := 0; i < n; i++ {
 		h, err := newNS(t, fmt.Sprintf("%dh%d", k, i))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		port := fmt.Sprintf("p%d", i)
 		if err := veth(l.Bridge, port, h, "veth0"); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		brCmds = append(brCmds, "link set "+port+" master br0", "link set "+port+" up")
 		l.Hosts = append(l.Hosts, h)
@@ -126,7 +134,7 @@ func NewLAN(t testing.TB, n int) *LAN {
 	// going up is handled by the kernel at once, so the bridge starts
 	// forwarding in milliseconds instead of after the ~1 s operstate batch.
 	if err := batch(l.Bridge, brCmds...); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	for i, h := range l.Hosts {
 		if err := batch(h,
@@ -134,18 +142,18 @@ func NewLAN(t testing.TB, n int) *LAN {
 			"link set lo up",
 			"link set "+l.Ifs[i]+" up",
 			"route add 224.0.0.0/4 dev "+l.Ifs[i]); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	for i, h := range l.Hosts {
 		if err := waitReady(h, l.Ifs[i]); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	if err := waitForwarding(l.Bridge, n); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return l
+	return l, nil
 }
 
 // veth creates a veth pair with one end (named an) directly in a and the
