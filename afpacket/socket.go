@@ -25,8 +25,11 @@ var (
 // zero value is usable.
 type Config struct {
 	// BlockSize is the size of a receive block, a power of two from 4 KiB
-	// (the page size) to 4 MiB (default 256 KiB); Blocks is how many (at
-	// least 2, default 8).
+	// (the page size) to 4 MiB (default 32 KiB); Blocks is how many (at
+	// least 2, default 128). At low rates every block retires after
+	// BlockTimeout with a few frames in it, so the ring absorbs a reader
+	// that stalls for about Blocks × BlockTimeout (128 ms by default); at
+	// high rates, Blocks × BlockSize bytes (4 MiB).
 	BlockSize, Blocks int
 	// BlockTimeout retires a block that has frames but is not full (1 ms
 	// resolution; default 1 ms).
@@ -49,10 +52,10 @@ const (
 
 func (c *Config) defaults() error {
 	if c.BlockSize == 0 {
-		c.BlockSize = 256 << 10
+		c.BlockSize = 32 << 10
 	}
 	if c.Blocks == 0 {
-		c.Blocks = 8
+		c.Blocks = 128
 	}
 	if c.BlockTimeout <= 0 {
 		c.BlockTimeout = time.Millisecond

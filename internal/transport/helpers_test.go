@@ -82,13 +82,13 @@ type datagram struct {
 
 // recvN receives until n datagrams arrived or wait passed, with buffers of
 // bufSize bytes, and returns what arrived.
-func recvN(t testing.TB, x *transport.XDP, n, bufSize int) []datagram {
+func recvN(t testing.TB, x replica.Transport, n, bufSize int) []datagram {
 	t.Helper()
 	return recvWithin(t, x, n, bufSize, wait)
 }
 
 // recvWithin is recvN waiting at most d.
-func recvWithin(t testing.TB, x *transport.XDP, n, bufSize int, d time.Duration) []datagram {
+func recvWithin(t testing.TB, x replica.Transport, n, bufSize int, d time.Duration) []datagram {
 	t.Helper()
 	ms := newMsgs(64, bufSize)
 	var out []datagram
@@ -106,7 +106,7 @@ func recvWithin(t testing.TB, x *transport.XDP, n, bufSize int, d time.Duration)
 }
 
 // expectNone checks that x has nothing to receive within d.
-func expectNone(t testing.TB, x *transport.XDP, d time.Duration) {
+func expectNone(t testing.TB, x replica.Transport, d time.Duration) {
 	t.Helper()
 	ms := newMsgs(8, 2048)
 	deadline := time.Now().Add(d)
@@ -208,7 +208,7 @@ func sendKernel(t testing.TB, ns *netns.NS, from, dst netip.AddrPort, ifname str
 }
 
 // sendAll sends ms with x, in one SendBatch call that must take them all.
-func sendAll(t testing.TB, x *transport.XDP, ms []replica.Message) {
+func sendAll(t testing.TB, x replica.Transport, ms []replica.Message) {
 	t.Helper()
 	n, err := x.SendBatch(ms)
 	if err != nil || n != len(ms) {

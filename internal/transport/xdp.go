@@ -1,17 +1,12 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
-
-	"golang.org/x/net/ipv4"
-	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/pkt"
@@ -104,44 +99,9 @@ func (x *XDP) open() error {
 
 // openKernel binds the kernel socket that reserves our port (and joins the
 // group), and fixes the local address.
-func (x *XDP) openKernel() error {
-	link := x.f.link
-	addr := x.cfg.Bind.Addr()
-	if !addr.IsValid() || addr.IsUnspecified() {
-		if len(link.Addrs) == 0 {
-			return fmt.Errorf("interface %s has no IPv4 address", link.Name)
-		}
-		addr = link.Addrs[0].Addr()
-	}
-	bind := netip.AddrPortFrom(addr, x.cfg.Bind.Port())
-	if x.cfg.Group.IsValid() {
-		bind = netip.AddrPortFrom(netip.IPv4Unspecified(), x.cfg.Bind.Port())
-	}
-	lc := net.ListenConfig{Control: func(_, _ string, c syscall.RawConn) error {
-		var serr error
-		err := c.Control(func(fd uintptr) {
-			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
-		})
-		return errors.Join(err, serr)
-	}}
-	pc, err := lc.ListenPacket(context.Background(), "udp4", bind.String())
-	if err != nil {
-		return fmt.Errorf("reserve UDP port: %w", err)
-	}
-	x.kernel = pc.(*net.UDPConn)
-	x.local = netip.AddrPortFrom(addr, x.kernel.LocalAddr().(*net.UDPAddr).AddrPort().Port())
-	if !x.cfg.Group.IsValid() {
-		return nil
-	}
-	ifi, err := net.InterfaceByIndex(link.Index)
-	if err != nil {
-		return err
-	}
-	g := &net.UDPAddr{IP: x.cfg.Group.AsSlice()}
-	if err := ipv4.NewPacketConn(x.kernel).JoinGroup(ifi, g); err != nil {
-		return fmt.Errorf("join %v on %s: %w", x.cfg.Group, link.Name, err)
-	}
-	return nil
+func (x *XDP) openKernel() (err error) {
+	x.kernel, x.local, err = reservePort(x.f.link, x.cfg.Bind, x.cfg.Group, false)
+	return err
 }
 
 // LocalAddr is the address and port datagrams are received on (for a

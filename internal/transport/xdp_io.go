@@ -1,10 +1,8 @@
 package transport
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -16,32 +14,21 @@ import (
 	"github.com/ringfire/ringfire/xdp"
 )
 
-const (
-	hopTTL      = 5 * time.Second       // re-resolve a destination's next hop this often
-	resolveWait = time.Second           // bound for resolving a new destination
-	txRoomWait  = 20 * time.Millisecond // how long SendBatch waits for TX room
-)
-
-// route is the prebuilt header of one destination, under the interface's
-// txMu.
-type route struct {
-	tmpl      *pkt.Template // nil until resolved
-	expires   time.Time     // refresh after this
-	err       error         // why there is no template
-	resolving bool          // a refresh runs in the background
-}
+const txRoomWait = 20 * time.Millisecond // how long SendBatch waits for TX room
 
 // txPath is a transport's send side: templates per destination. It sends
 // through the interface's first socket, under the interface's txMu.
 type txPath struct {
 	x      *XDP
-	routes map[netip.AddrPort]*route
+	routes routes
 	lens   []int
 	id     uint16
 }
 
 func (t *txPath) init(x *XDP) {
-	t.x, t.routes = x, map[netip.AddrPort]*route{}
+	t.x = x
+	t.routes = routes{mu: &x.f.txMu, refreshes: &x.f.refreshes, hops: &x.f.hops,
+		link: x.f.link, local: x.local, ttl: x.cfg.TTL}
 	t.lens = make([]int, 0, 64)
 }
 
@@ -104,7 +91,7 @@ func (t *txPath) fill(ms []replica.Message, k int, now time.Time) (int, error) {
 	t.lens = t.lens[:0]
 	for i := range ms[:k] {
 		m := &ms[i]
-		r := t.route(m.Addr, now)
+		r := t.routes.get(m.Addr, now)
 		if r.tmpl == nil {
 			t.x.st.noRoute.Add(1)
 			continue
@@ -135,70 +122,6 @@ func (t *txPath) waitRoom(deadline *time.Time) error {
 	}
 	runtime.Gosched()
 	return nil
-}
-
-// route returns dst's header. A new destination is resolved at once,
-// waiting up to resolveWait for the kernel to resolve its next hop (as a
-// kernel socket's first datagram waits for ARP); later the header is
-// refreshed in the background every hopTTL, the old one serving
-// meanwhile, and a destination that did not resolve is retried in the
-// background, its datagrams dropped (counted NoRoute) until it resolves.
-// So a neighbour that went away never holds up the other destinations.
-func (t *txPath) route(dst netip.AddrPort, now time.Time) *route {
-	r := t.routes[dst]
-	if r == nil {
-		r = &route{}
-		t.routes[dst] = r
-		r.tmpl, r.err = t.resolve(dst, resolveWait)
-		r.expires = now.Add(hopTTL)
-		return r
-	}
-	if !r.resolving && !now.Before(r.expires) {
-		r.resolving = true
-		t.x.f.refreshes.Add(1)
-		go t.refresh(dst, r)
-	}
-	return r
-}
-
-// refresh resolves dst without the lock and updates its route.
-func (t *txPath) refresh(dst netip.AddrPort, r *route) {
-	defer t.x.f.refreshes.Done()
-	tmpl, err := t.resolve(dst, resolveWait)
-	t.x.f.txMu.Lock()
-	defer t.x.f.txMu.Unlock()
-	r.resolving = false
-	r.expires = time.Now().Add(hopTTL)
-	switch {
-	case err == nil:
-		r.tmpl, r.err = tmpl, nil
-	case r.tmpl == nil:
-		r.err = err
-	default:
-		r.expires = time.Now().Add(time.Second) // keep the old header, retry soon
-	}
-}
-
-// resolve builds dst's header, waiting at most wait for the kernel to
-// resolve its next hop (0: only what the neighbour table knows now).
-func (t *txPath) resolve(dst netip.AddrPort, wait time.Duration) (*pkt.Template, error) {
-	x, link := t.x, t.x.f.link
-	h := pkt.Header{Src: link.MAC, SrcAddr: x.local, DstAddr: dst}
-	if dst.Addr().IsMulticast() {
-		h.Dst, h.TTL = pkt.MulticastMAC(dst.Addr()), uint8(x.cfg.TTL)
-		return pkt.NewTemplate(h)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(wait, time.Nanosecond))
-	defer cancel()
-	hop, err := x.f.hops.Lookup(ctx, dst.Addr())
-	if err != nil {
-		return nil, err
-	}
-	if hop.Link.Index != link.Index {
-		return nil, fmt.Errorf("transport: %v is reached through %s, not %s", dst.Addr(), hop.Link.Name, link.Name)
-	}
-	h.Dst = hop.MAC
-	return pkt.NewTemplate(h)
 }
 
 // RecvBatch copies received datagrams into ms (see replica.Transport). The

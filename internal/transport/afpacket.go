@@ -1,0 +1,205 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+
+	"github.com/ringfire/ringfire/afpacket"
+	"github.com/ringfire/ringfire/internal/neigh"
+	"github.com/ringfire/ringfire/internal/pkt"
+	"github.com/ringfire/ringfire/replica"
+)
+
+// ErrPacketUnavailable wraps every reason the AF_PACKET path cannot be
+// used here; callers fall back to kernel UDP on it.
+var ErrPacketUnavailable = errors.New("transport: AF_PACKET cannot be used")
+
+// AFPacketConfig configures an AF_PACKET transport.
+type AFPacketConfig struct {
+	Iface string // the interface (required)
+	// Bind is the local address and port. An invalid address means the
+	// interface's first IPv4 address; port 0 picks a free port.
+	Bind netip.AddrPort
+	// Group, when valid, is a multicast group received on Bind's port.
+	Group netip.Addr
+	TTL   int // TTL of multicast datagrams (default 1)
+	// Socket sizes the rings; its Filter is set by the transport.
+	Socket afpacket.Config
+}
+
+// AFPacket is a replica.Transport over an AF_PACKET socket of its own: a
+// TPACKET_V3 receive ring whose socket filter passes only the transport's
+// flow (its port, and its address or group), and a TPACKET_V2 transmit
+// ring that bypasses the qdisc. Several transports of a process on one
+// interface each have their own socket; they share nothing.
+//
+// AF_PACKET taps the stack without steering: every datagram the ring
+// receives also reaches the kernel UDP socket that holds the port, which
+// therefore carries a socket filter dropping everything.
+type AFPacket struct {
+	cfg      AFPacketConfig
+	link     neigh.Link
+	resolver *neigh.Resolver // next hops in the interface's namespace
+	hops     neigh.Cache
+	sock     *afpacket.Socket
+	poller   *afpacket.Poller
+	kernel   *net.UDPConn // reserves the port, joins the group, receives nothing
+	local    netip.AddrPort
+	closed   atomic.Bool
+	woken    func() bool
+
+	txMu      sync.Mutex // the send side
+	routes    routes
+	lens      []int
+	id        uint16
+	refreshes sync.WaitGroup
+
+	recvMu sync.Mutex // one RecvBatch at a time
+	frames [][]byte
+	pkt    pkt.Packet
+	st     packetCounters
+}
+
+// packetCounters are an AF_PACKET transport's counters.
+type packetCounters struct {
+	sent, received   atomic.Uint64
+	noRoute, tooBig  atomic.Uint64 // datagrams not sent
+	malformed, stray atomic.Uint64 // received frames dropped
+	truncated, waits atomic.Uint64
+}
+
+// NewAFPacket opens the AF_PACKET transport. Any reason it cannot work
+// here (no such interface, no permission, no AF_PACKET rings in the
+// kernel) is returned wrapped in ErrPacketUnavailable.
+func NewAFPacket(cfg AFPacketConfig) (*AFPacket, error) {
+	if cfg.TTL <= 0 {
+		cfg.TTL = 1
+	}
+	a := &AFPacket{cfg: cfg, frames: make([][]byte, 64), lens: make([]int, 0, 64)}
+	a.woken = a.closed.Load
+	if err := a.open(); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("%w on %s: %w", ErrPacketUnavailable, cfg.Iface, err)
+	}
+	return a, nil
+}
+
+func (a *AFPacket) open() error {
+	var err error
+	if a.link, err = neigh.LinkByName(a.cfg.Iface); err != nil {
+		return err
+	}
+	if a.resolver, err = neigh.NewResolver(); err != nil {
+		return err
+	}
+	a.hops.Resolver = a.resolver
+	if a.kernel, a.local, err = reservePort(a.link, a.cfg.Bind, a.cfg.Group, true); err != nil {
+		return err
+	}
+	dst := a.local.Addr()
+	if a.cfg.Group.IsValid() {
+		dst = a.cfg.Group
+	}
+	sc := a.cfg.Socket
+	if sc.Filter, err = afpacket.UDPFilter(dst, a.local.Port()); err != nil {
+		return err
+	}
+	if a.sock, err = afpacket.Open(a.link.Index, sc); err != nil {
+		return err
+	}
+	if a.poller, err = afpacket.NewPoller(a.sock); err != nil {
+		return err
+	}
+	a.routes = routes{mu: &a.txMu, refreshes: &a.refreshes, hops: &a.hops,
+		link: a.link, local: a.local, ttl: a.cfg.TTL}
+	return nil
+}
+
+// LocalAddr is the address and port datagrams are received on (for a
+// multicast receiver: the interface's address and the group's port).
+func (a *AFPacket) LocalAddr() netip.AddrPort { return a.local }
+
+// Name names the transport in replica's statistics.
+func (a *AFPacket) Name() string { return "afpacket" }
+
+// Close releases the sockets and wakes a blocked RecvBatch with
+// replica.ErrClosed.
+func (a *AFPacket) Close() error {
+	if a.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	if a.poller != nil {
+		errs = append(errs, a.poller.Close()) // wakes RecvBatch
+	}
+	a.recvMu.Lock() // a RecvBatch in progress has returned
+	a.txMu.Lock()   // and a SendBatch
+	if a.sock != nil {
+		errs = append(errs, a.sock.Close())
+	}
+	a.txMu.Unlock()
+	a.recvMu.Unlock()
+	a.refreshes.Wait() // they use the resolver (for at most resolveWait)
+	if a.resolver != nil {
+		errs = append(errs, a.resolver.Close())
+	}
+	if a.kernel != nil {
+		errs = append(errs, a.kernel.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// PacketForServer is the configuration of a server's AF_PACKET transport,
+// from base (interface, rings) and the kernel UDP settings the server asks
+// for (local address and port, TTL).
+func PacketForServer(base AFPacketConfig, u replica.UDPConfig) AFPacketConfig {
+	base.Bind, base.TTL = netip.AddrPortFrom(u.Iface, u.Bind.Port()), u.TTL
+	return base
+}
+
+// PacketForMirror is the configuration of a mirror's AF_PACKET transport,
+// from base and what the source announced: a multicast group to receive,
+// or unicast to a free port of the interface.
+func PacketForMirror(base AFPacketConfig, s replica.DatagramSpec) AFPacketConfig {
+	base.Bind = netip.AddrPortFrom(s.Iface, 0)
+	if s.Group.IsValid() {
+		base.Bind, base.Group = netip.AddrPortFrom(s.Iface, s.Group.Port()), s.Group.Addr()
+	}
+	return base
+}
+
+// PacketStats describes an AF_PACKET transport and counts its traffic.
+type PacketStats struct {
+	Iface          string
+	Sent, Received uint64 // datagrams
+	NoRoute        uint64 // datagrams to destinations the interface cannot reach
+	TooBig         uint64 // datagrams larger than the MTU (EMSGSIZE)
+	Malformed      uint64 // received frames that failed validation
+	Stray          uint64 // received frames for another port (the filter lets none through)
+	Truncated      uint64 // received datagrams larger than the caller's buffer
+	TXWaits        uint64 // SendBatch calls that waited for TX room
+	Socket         afpacket.Stats
+}
+
+// Stats returns the transport's counters.
+func (a *AFPacket) Stats() (PacketStats, error) {
+	st := PacketStats{
+		Iface: a.link.Name, Sent: a.st.sent.Load(), Received: a.st.received.Load(),
+		NoRoute: a.st.noRoute.Load(), TooBig: a.st.tooBig.Load(), Malformed: a.st.malformed.Load(),
+		Stray: a.st.stray.Load(), Truncated: a.st.truncated.Load(), TXWaits: a.st.waits.Load(),
+	}
+	a.txMu.Lock()
+	defer a.txMu.Unlock()
+	if a.closed.Load() {
+		return st, fmt.Errorf("transport: stats: %w", afpacket.ErrClosed)
+	}
+	var err error
+	st.Socket, err = a.sock.Stats()
+	return st, err
+}
+
+var _ replica.Transport = (*AFPacket)(nil)
