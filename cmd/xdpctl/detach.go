@@ -44,12 +44,15 @@ func detach(stdout io.Writer, c *common, ifname string, force bool) error {
 	case errors.Is(err, bpf.ErrNotFound):
 		if l, lerr := linkByName(ifname); lerr == nil {
 			if x := xdpOf(l); x != nil {
+				if !bpf.IsFS(c.bpffs) {
+					return fmt.Errorf("%w for %s: %s", errNotAttached, ifname, noFS(c))
+				}
 				return fmt.Errorf("%w for %s: its XDP program (id %d, %s mode) was not attached by xdpctl; remove it through its owner (e.g. `ip link set dev %s xdp off`)", errNotAttached, ifname, x.ProgID, x.Mode, ifname)
 			}
 		} else {
 			return lerr
 		}
-		return openHint(err, ifname)
+		return openHint(err, ifname, c)
 	case err != nil:
 		return permHint(err)
 	}

@@ -55,12 +55,19 @@ func attachHint(err error, ifname string, mode bpf.Mode) error {
 }
 
 // openHint explains why the pinned program of ifname cannot be opened.
-func openHint(err error, ifname string) error {
+func openHint(err error, ifname string, c *common) error {
 	switch {
+	case errors.Is(err, bpf.ErrNotFound) && !bpf.IsFS(c.bpffs):
+		return fmt.Errorf("%w for %s: %s", errNotAttached, ifname, noFS(c))
 	case errors.Is(err, bpf.ErrNotFound):
 		return fmt.Errorf("%w for %s in this network namespace (attach one with `xdpctl attach %s`; --netns NAME for another namespace)", errNotAttached, ifname, ifname)
 	case errors.Is(err, bpf.ErrStale):
 		return fmt.Errorf("%w (`xdpctl detach %s` removes the stale pins)", err, ifname)
 	}
 	return permHint(err)
+}
+
+// noFS explains that no pins can be seen because bpffs is not mounted.
+func noFS(c *common) string {
+	return fmt.Sprintf("no bpffs at %s in this mount namespace, so no pins are visible (under `ip netns exec`, run `xdpctl --netns NAME ...` from the host instead)", c.bpffs)
 }

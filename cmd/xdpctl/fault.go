@@ -57,7 +57,7 @@ func runFault(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return c.do(func() error {
 		p, err := bpf.OpenPinned(c.bpffs, pos[0])
 		if err != nil {
-			return openHint(err, pos[0])
+			return openHint(err, pos[0], &c)
 		}
 		defer p.Close()
 		if len(set) > 0 {

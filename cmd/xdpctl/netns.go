@@ -41,7 +41,10 @@ func (c *common) do(fn func() error) error {
 		defer unix.Close(orig)
 		if err := unix.Setns(target, unix.CLONE_NEWNET); err != nil {
 			runtime.UnlockOSThread()
-			done <- fmt.Errorf("enter network namespace %q: %w", c.netns, permHint(err))
+			if errors.Is(err, unix.EPERM) {
+				err = fmt.Errorf("%w (run as root or with CAP_SYS_ADMIN)", err)
+			}
+			done <- fmt.Errorf("enter network namespace %q: %w", c.netns, err)
 			return
 		}
 		err = fn()

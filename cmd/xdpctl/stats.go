@@ -56,7 +56,7 @@ func runStats(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return c.do(func() error {
 		p, err := bpf.OpenPinned(c.bpffs, pos[0])
 		if err != nil {
-			return openHint(err, pos[0])
+			return openHint(err, pos[0], &c)
 		}
 		defer p.Close()
 		out := newStatsPrinter(stdout, asJSON)

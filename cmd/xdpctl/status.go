@@ -77,6 +77,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			enc.SetIndent("", "  ")
 			return enc.Encode(sts)
 		}
+		if !bpf.IsFS(c.bpffs) {
+			fmt.Fprintf(stderr, "xdpctl: %s\n", noFS(&c))
+		}
 		if len(sts) == 0 {
 			fmt.Fprintln(stdout, "no XDP program and no pins in this network namespace")
 		}
@@ -216,7 +219,7 @@ func faultString(f bpf.Fault) string {
 		parts = append(parts, fmt.Sprintf("drop every %d", f.DropEvery))
 	}
 	if f.DropRatio != 0 {
-		parts = append(parts, fmt.Sprintf("drop ratio %g", f.DropRatio))
+		parts = append(parts, fmt.Sprintf("drop ratio %.6g", f.DropRatio))
 	}
 	if len(parts) == 0 {
 		return "off"
