@@ -61,8 +61,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if f.xdp.iface != "" && f.udp == 0 && !cfg.Multicast.IsValid() {
-		return usagef("--xdp carries datagrams: it needs --multicast or --udp")
+	if f.xdp.bypass() && f.udp == 0 && !cfg.Multicast.IsValid() {
+		return usagef("--xdp/--transport carries datagrams: it needs --multicast or --udp")
 	}
 	ctx, cancel := runContext(ctx, f.duration)
 	defer cancel()
