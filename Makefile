@@ -11,6 +11,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN)/ringfire ./cmd/ringfire
+	$(GO) build -o $(BIN)/xdpctl ./cmd/xdpctl
 
 # A synthetic producer writes a ring; serve multicasts it over AF_XDP from
 # one network namespace to a mirror in another (falling back to kernel UDP
