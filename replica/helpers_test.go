@@ -23,7 +23,7 @@ import (
 
 // The transport modes: every one, and those carrying datagrams.
 var (
-	allModes = []string{"tcp", "multicast", "unicast", "xdp-multicast", "xdp-unicast", "xdpgen-multicast", "xdpgen-unicast"}
+	allModes = []string{"tcp", "multicast", "unicast", "xdp-multicast", "xdp-unicast", "xdpgen-multicast", "xdpgen-unicast", "pkt-multicast", "pkt-unicast"}
 	udpModes = allModes[1:]
 )
 

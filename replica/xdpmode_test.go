@@ -8,61 +8,87 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// The AF_XDP variants of the datagram modes. "xdp-multicast" and
-// "xdp-unicast" carry datagrams over AF_XDP at both ends, the program
-// attached in native mode; "xdpgen-*" the same in generic (skb) mode;
-// "xdpsrc-*" has an AF_XDP source and kernel UDP mirrors, "xdpmir-*" the
-// reverse. Every namespace of the tests names its interface veth0.
+// The kernel-bypass variants of the datagram modes, named PREFIX-BASE
+// ("xdp-unicast": AF_XDP at both ends, unicast). "xdp-*" carries datagrams
+// over AF_XDP at both ends, the program attached in native mode;
+// "xdpgen-*" the same in generic (skb) mode; "xdpsrc-*" has an AF_XDP
+// source and kernel UDP mirrors, "xdpmir-*" the reverse. "pkt-*" carries
+// them over AF_PACKET rings at both ends; "pktsrc-*" and "pktmir-*" mix
+// AF_PACKET with kernel UDP, "pktxdp-*" (AF_PACKET source, AF_XDP mirror)
+// and "xdppkt-*" (the reverse) with AF_XDP. Every namespace of the tests
+// names its interface veth0.
 var (
-	xdpModes     = []string{"xdp-multicast", "xdp-unicast"}
-	genericModes = []string{"xdpgen-multicast", "xdpgen-unicast"}
-	mixedModes   = []string{"xdpsrc-multicast", "xdpsrc-unicast", "xdpmir-multicast", "xdpmir-unicast"}
+	xdpModes      = []string{"xdp-multicast", "xdp-unicast"}
+	genericModes  = []string{"xdpgen-multicast", "xdpgen-unicast"}
+	mixedModes    = []string{"xdpsrc-multicast", "xdpsrc-unicast", "xdpmir-multicast", "xdpmir-unicast"}
+	pktModes      = []string{"pkt-multicast", "pkt-unicast"}
+	pktMixedModes = []string{"pktsrc-multicast", "pktsrc-unicast", "pktmir-multicast", "pktmir-unicast",
+		"pktxdp-multicast", "pktxdp-unicast", "xdppkt-multicast", "xdppkt-unicast"}
 )
 
 const testIface = "veth0"
 
+// modeEnds are the transports of a mode's source and mirror ("udp", "xdp",
+// "afpacket"), by its prefix.
+var modeEnds = map[string][2]string{
+	"xdp": {"xdp", "xdp"}, "xdpgen": {"xdp", "xdp"}, "xdpsrc": {"xdp", "udp"}, "xdpmir": {"udp", "xdp"},
+	"pkt": {"afpacket", "afpacket"}, "pktsrc": {"afpacket", "udp"}, "pktmir": {"udp", "afpacket"},
+	"pktxdp": {"afpacket", "xdp"}, "xdppkt": {"xdp", "afpacket"},
+}
+
+// ends returns the transports of mode's source and mirror, and its kernel
+// mode ("xdp-unicast": xdp, xdp, "unicast").
+func ends(mode string) (src, mir, base string) {
+	if prefix, b, ok := strings.Cut(mode, "-"); ok {
+		if e, ok := modeEnds[prefix]; ok {
+			return e[0], e[1], b
+		}
+	}
+	return "udp", "udp", mode
+}
+
 // baseMode is the kernel mode a mode is a variant of ("xdp-unicast":
 // "unicast").
 func baseMode(mode string) string {
-	for _, p := range []string{"xdp-", "xdpgen-", "xdpsrc-", "xdpmir-"} {
-		if b, ok := strings.CutPrefix(mode, p); ok {
-			return b
-		}
-	}
-	return mode
+	_, _, b := ends(mode)
+	return b
 }
 
 // transportLabel is the mirror's Transport statistic in a datagram mode.
 func transportLabel(mode string) string {
-	if _, mir := xdpEnds(mode); mir {
-		return "xdp " + baseMode(mode)
-	}
-	return "udp " + baseMode(mode)
+	_, mir, b := ends(mode)
+	return mir + " " + b
 }
 
-// xdpSides applies the AF_XDP transports a mode asks for to the configs.
+// xdpSides applies the kernel-bypass transports a mode asks for to the
+// configs.
 func xdpSides(mode string, scfg *replica.ServerConfig, mcfg *replica.MirrorConfig) {
 	base := transport.XDPConfig{Iface: testIface, Mode: bpf.ModeNative}
 	if strings.HasPrefix(mode, "xdpgen-") {
 		base.Mode = bpf.ModeGeneric
 	}
-	src, mir := xdpEnds(mode)
-	if src {
+	pbase := transport.AFPacketConfig{Iface: testIface}
+	src, mir, _ := ends(mode)
+	switch src {
+	case "xdp":
 		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
 			return newXDP(transport.ForServer(base, u))
 		}
+	case "afpacket":
+		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
+			return newPacket(transport.PacketForServer(pbase, u))
+		}
 	}
-	if mir {
+	switch mir {
+	case "xdp":
 		mcfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
 			return newXDP(transport.ForMirror(base, s))
 		}
+	case "afpacket":
+		mcfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
+			return newPacket(transport.PacketForMirror(pbase, s))
+		}
 	}
-}
-
-// xdpEnds says which ends of a mode use AF_XDP.
-func xdpEnds(mode string) (src, mir bool) {
-	both := strings.HasPrefix(mode, "xdp-") || strings.HasPrefix(mode, "xdpgen-")
-	return both || strings.HasPrefix(mode, "xdpsrc-"), both || strings.HasPrefix(mode, "xdpmir-")
 }
 
 func newXDP(cfg transport.XDPConfig) (replica.Transport, error) {
@@ -70,6 +96,14 @@ func newXDP(cfg transport.XDPConfig) (replica.Transport, error) {
 	t, err := transport.NewXDP(cfg)
 	if err != nil {
 		return nil, err // never fall back in a test: the mode says AF_XDP
+	}
+	return t, nil
+}
+
+func newPacket(cfg transport.AFPacketConfig) (replica.Transport, error) {
+	t, err := transport.NewAFPacket(cfg) // default rings: 4 MiB RX, 1 MiB TX
+	if err != nil {
+		return nil, err // never fall back in a test: the mode says AF_PACKET
 	}
 	return t, nil
 }
