@@ -62,6 +62,9 @@ var blastSizes = []int{64, replica.DefaultMTU}
 //     1 ms wait, as a mirror's idle step does; what replication uses.
 //   - transport-spin: the same, the receiver polling (wait 0), as a
 //     mirror with Spin does.
+//   - afpacket, afpacket-spin: the same over internal/transport.AFPacket
+//     (a TPACKET_V2 TX ring with qdisc bypass to a TPACKET_V3 RX ring
+//     behind a socket filter), no XDP program anywhere.
 func BenchmarkBlast(b *testing.B) {
 	kinds := []struct {
 		name string
@@ -84,6 +87,12 @@ func BenchmarkBlast(b *testing.B) {
 		}},
 		{"transport-spin", func(b *testing.B, p *netns.Pair, size int) (func() int, func() int, func()) {
 			return transportBlast(b, p, size, 0)
+		}},
+		{"afpacket", func(b *testing.B, p *netns.Pair, size int) (func() int, func() int, func()) {
+			return packetBlast(b, p, size, time.Millisecond)
+		}},
+		{"afpacket-spin", func(b *testing.B, p *netns.Pair, size int) (func() int, func() int, func()) {
+			return packetBlast(b, p, size, 0)
 		}},
 	}
 	for _, size := range blastSizes {
@@ -317,6 +326,35 @@ func transportBlast(b *testing.B, p *netns.Pair, size int, wait time.Duration) (
 		if st, err := tx.Stats(); err == nil {
 			b.Logf("sender %+v", st)
 		}
+		if st, err := rx.Stats(); err == nil {
+			b.Logf("receiver %+v", st)
+		}
+		tx.Close()
+		rx.Close()
+	}
+}
+
+// packetBlast is transport.AFPacket from A to B:blastPort; the receiver
+// waits up to wait.
+func packetBlast(b *testing.B, p *netns.Pair, size int, wait time.Duration) (func() int, func() int, func()) {
+	var tx, rx *transport.AFPacket
+	err := p.A.Do(func() (err error) {
+		tx, err = transport.NewAFPacket(transport.AFPacketConfig{Iface: p.AIf, Bind: netip.AddrPortFrom(p.AAddr, 0)})
+		return err
+	})
+	if err == nil {
+		err = p.B.Do(func() (err error) {
+			rx, err = transport.NewAFPacket(transport.AFPacketConfig{Iface: p.BIf, Bind: netip.AddrPortFrom(p.BAddr, blastPort)})
+			return err
+		})
+	}
+	if err != nil {
+		if tx != nil {
+			tx.Close()
+		}
+		b.Fatal(err)
+	}
+	return sendBatches(b, tx, rx.LocalAddr(), size), recvBatches(b, rx, wait), func() {
 		if st, err := rx.Stats(); err == nil {
 			b.Logf("receiver %+v", st)
 		}
