@@ -33,6 +33,7 @@ var commands = []command{
 	{"tail", "read and validate synthetic records", runTail},
 	{"serve", "serve a ring to mirrors over TCP, UDP multicast or UDP unicast", runServe},
 	{"mirror", "keep a local copy of a served ring, same sequence numbers", runMirror},
+	{"mirrors", "print the mirrors of a serve --metrics ADDR: applied, lag, NAKs, gaps", runMirrors},
 	{"bench", "measure every transport side by side in two namespaces (root)", runBench},
 }
 

@@ -75,6 +75,7 @@ func TestSubcommandHelp(t *testing.T) {
 		"mirror": {"--from", "--iface", "--unicast", "--tcp", "--once", "--reconnect-ms", "--spin"},
 	}
 	synopsis := map[string]string{"mirror": "SOURCE PATH"}
+	synopsis["mirrors"], flags["mirrors"] = "ADDR", []string{"--json", "--timeout"}
 	for _, c := range commands {
 		for _, h := range []string{"--help", "-h"} {
 			_, stderr, err := runCmd(t, c.name, h)

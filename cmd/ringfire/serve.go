@@ -23,10 +23,15 @@ datagram for all mirrors of a LAN) or by unicast to mirrors that punch to
 --udp PORT (other sites, clouds, NAT). Lost datagrams are repaired from the
 ring itself; what the ring no longer holds becomes a gap. Frames leave when
 full or, under load, at most once per --linger-us (adaptive: 50 µs). The
-counters are printed when serve ends (SIGINT, SIGTERM or --duration).`
+counters are printed when serve ends (SIGINT, SIGTERM or --duration).
+Mirrors report their progress back: a mirror whose lag passes half the ring
+is logged, and --metrics ADDR serves Prometheus metrics (/metrics) and the
+table of mirrors (/mirrors, read by "ringfire mirrors ADDR"), on loopback
+unless ADDR names a host.`
 
 type serveFlags struct {
 	bind, multicast, iface string
+	metrics                string
 	ttl, udp, dup, mtu     int
 	batch, lingerUS        int
 	spin, json             bool
@@ -47,6 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.batch, "batch", 0, "at most `N` records per frame (0: fill the MTU)")
 	fs.IntVar(&f.lingerUS, "linger-us", -1, "frame pacing in `µs` (-1: adaptive, 0: none)")
 	fs.BoolVar(&f.spin, "spin", false, "busy-poll the ring (lowest latency, one core)")
+	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
 	f.xdp.add(fs)
 	addRunFlags(fs, &f.duration, &f.every, &f.json)
 	path, err := parsePath(fs, args)
@@ -67,6 +73,18 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	ctx, cancel := runContext(ctx, f.duration)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	var live liveServer
+	if f.metrics != "" {
+		addr, err := metricsAddr(f.metrics)
+		if err != nil {
+			return err
+		}
+		at, err := startMetrics(ctx, addr, &live, log)
+		if err != nil {
+			return err
+		}
+		log.Info("metrics", "addr", at, "metrics", "/metrics", "mirrors", "/mirrors")
+	}
 	xo := &xdpOpener{flags: f.xdp, mode: mode, log: log}
 	cfg.NewTransport = xo.serverTransport
 	for restarted := false; ; restarted = true {
@@ -77,7 +95,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("serving", "ring", path, "bind", srv.Addr(), "multicast", f.multicast, "udp", f.udp, "session", srv.Session())
 		sctx, stop := context.WithCancel(ctx)
 		go every(sctx, f.every, func() { printServerStats(stdout, srv.Stats(), false) })
+		live.p.Store(srv)
 		err = srv.Serve(sctx)
+		live.p.Store(nil)
 		stop()
 		st := srv.Stats()
 		srv.Close()
@@ -109,9 +129,7 @@ func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := replica.ServerConfig{Ring: path, Bind: f.bind, TTL: f.ttl, UDPPort: f.udp, Dup: f.dup,
 		MTU: f.mtu, Batch: f.batch, Linger: time.Duration(f.lingerUS) * time.Microsecond, Spin: f.spin,
-		Events: func(e replica.Event) {
-			log.Info("mirror "+e.Kind.String(), "peer", e.Peer, "err", e.Err)
-		}}
+		Events: func(e replica.Event) { logEvent(log, e) }}
 	if f.lingerUS < 0 {
 		cfg.Linger = -1
 	}
@@ -195,4 +213,21 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 	fmt.Fprintf(w, "  tcp: frames %d, records %d; NAKs answered %d, retransmitted %d, gaps %d (%d records)\n",
 		st.TCPFrames, st.TCPRecord, st.NaksAnswered, st.Retransmitted, st.Gaps, st.GapRecords)
 	fmt.Fprintf(w, "  refused: connections %d, punches %d, datagrams %d\n", st.BadFrames, st.BadPunches, st.BadDatagram)
+}
+
+// logEvent logs a server event: lag warnings at WARN with the mirror's
+// figures, the rest at INFO.
+func logEvent(log *slog.Logger, e replica.Event) {
+	switch e.Kind {
+	case replica.EventLagging, replica.EventLagRecovered:
+		m := e.Mirror
+		level := slog.LevelWarn
+		if e.Kind == replica.EventLagRecovered {
+			level = slog.LevelInfo
+		}
+		log.Log(context.Background(), level, "mirror "+e.Kind.String(), "mirror", m.Name, "peer", e.Peer,
+			"applied", m.Applied, "lag_records", m.LagRecords, "lag", m.Lag.Round(time.Millisecond), "connected", m.Connected)
+	default:
+		log.Info("mirror "+e.Kind.String(), "peer", e.Peer, "err", e.Err)
+	}
 }

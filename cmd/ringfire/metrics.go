@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/ringfire/ringfire/replica"
+)
+
+// liveServer is the server serve runs now (it opens a new one when the
+// producer replaces the ring); nil between two.
+type liveServer struct {
+	p atomic.Pointer[replica.Server]
+}
+
+// metricsAddr completes --metrics: an address without a host (":9464",
+// "9464") binds the loopback interface.
+func metricsAddr(s string) (string, error) {
+	if _, err := strconv.ParseUint(s, 10, 16); err == nil {
+		s = ":" + s
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return "", usagef("--metrics %q: want [HOST]:PORT", s)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// startMetrics serves /metrics (Prometheus, read from the live server at
+// scrape time) and /mirrors (the table as JSON) on addr until ctx ends.
+func startMetrics(ctx context.Context, addr string, live *liveServer, log *slog.Logger) (net.Addr, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics: %w", err)
+	}
+	srv := &http.Server{Handler: metricsHandler(live), ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics endpoint", "err", err)
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	return ln.Addr(), nil
+}
+
+// metricsHandler routes /metrics and /mirrors; it has its own registry.
+func metricsHandler(live *liveServer) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(live))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/mirrors", func(w http.ResponseWriter, _ *http.Request) {
+		s := live.p.Load()
+		if s == nil {
+			http.Error(w, "not serving", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(tableOf(s))
+	})
+	return mux
+}
+
+// mirrorTable is the /mirrors document.
+type mirrorTable struct {
+	WriteSeq uint64       `json:"write_seq"`
+	Capacity uint64       `json:"capacity"`
+	Mirrors  []mirrorJSON `json:"mirrors"`
+}
+
+// mirrorJSON is one mirror of the /mirrors document (replica.MirrorInfo).
+type mirrorJSON struct {
+	Mirror        string     `json:"mirror"`
+	ID            string     `json:"id"`
+	Addr          string     `json:"addr"`
+	Transport     string     `json:"transport"`
+	Connected     bool       `json:"connected"`
+	Telemetry     bool       `json:"telemetry"`
+	Reported      bool       `json:"reported"`
+	Applied       uint64     `json:"applied"`
+	LagRecords    uint64     `json:"lag_records"`
+	LagMS         float64    `json:"lag_ms"`
+	MirrorLag     uint64     `json:"mirror_lag"`
+	Naks          uint64     `json:"naks"`
+	Retransmitted uint64     `json:"retransmitted"`
+	Gaps          uint64     `json:"gaps"`
+	Drops         uint64     `json:"drops"`
+	Lagging       bool       `json:"lagging"`
+	Since         time.Time  `json:"since"`
+	LastStatus    *time.Time `json:"last_status,omitempty"`
+}
+
+func tableOf(s *replica.Server) mirrorTable {
+	t := mirrorTable{WriteSeq: s.Stats().WriteSeq, Capacity: s.Capacity(), Mirrors: []mirrorJSON{}}
+	for _, m := range s.Mirrors() {
+		j := mirrorJSON{Mirror: m.Name, Addr: m.Addr.String(), Transport: m.Transport, Connected: m.Connected,
+			Telemetry: m.Telemetry, Reported: m.Reported, Applied: m.Applied, LagRecords: m.LagRecords,
+			LagMS: float64(m.Lag) / float64(time.Millisecond), MirrorLag: m.MirrorLag, Naks: m.Naks,
+			Retransmitted: m.Retransmitted, Gaps: m.Gaps, Drops: m.Drops, Lagging: m.Lagging, Since: m.Since}
+		if m.ID != 0 {
+			j.ID = fmt.Sprintf("%016x", m.ID)
+		}
+		if !m.LastStatus.IsZero() {
+			ls := m.LastStatus
+			j.LastStatus = &ls
+		}
+		t.Mirrors = append(t.Mirrors, j)
+	}
+	return t
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/ringfire/ringfire/replica"
+)
+
+// collector reads the live server's counters and table at scrape time:
+// nothing is counted per record.
+type collector struct {
+	live   *liveServer
+	server []serverMetric
+	mirror []mirrorMetric
+	info   *prometheus.Desc
+}
+
+type serverMetric struct {
+	d     *prometheus.Desc
+	t     prometheus.ValueType
+	value func(replica.ServerStats) float64
+}
+
+type mirrorMetric struct {
+	d        *prometheus.Desc
+	t        prometheus.ValueType
+	reported bool // only for mirrors that sent a STATUS
+	value    func(replica.MirrorInfo) float64
+}
+
+// mirrorLabels name a mirror: its name and identity (from its STATUS,
+// empty before) and its TCP address.
+var mirrorLabels = []string{"mirror", "id", "addr"}
+
+func newCollector(live *liveServer) *collector {
+	c := &collector{live: live}
+	g, k := prometheus.GaugeValue, prometheus.CounterValue
+	srv := func(name, help string, t prometheus.ValueType, v func(replica.ServerStats) float64) {
+		c.server = append(c.server, serverMetric{prometheus.NewDesc("ringfire_"+name, help, nil, nil), t, v})
+	}
+	srv("ring_write_seq", "The served ring's write_seq.", g, func(s replica.ServerStats) float64 { return float64(s.WriteSeq) })
+	srv("serve_mirrors", "Mirrors connected now.", g, func(s replica.ServerStats) float64 { return float64(s.Mirrors) })
+	srv("serve_last_sent_seq", "Last sequence sent as datagrams.", g, func(s replica.ServerStats) float64 { return float64(s.LastSent) })
+	srv("serve_lag_records", "write_seq minus the last sequence sent as datagrams.", g, func(s replica.ServerStats) float64 { return float64(s.Lag) })
+	for _, m := range []struct {
+		name, help string
+		v          func(replica.ServerStats) uint64
+	}{
+		{"frames", "DATA frames sent as datagrams.", func(s replica.ServerStats) uint64 { return s.Frames }},
+		{"datagrams", "Datagrams sent (every destination and copy).", func(s replica.ServerStats) uint64 { return s.Datagrams }},
+		{"records", "Records sent as datagrams.", func(s replica.ServerStats) uint64 { return s.Records }},
+		{"tcp_frames", "DATA frames sent over TCP.", func(s replica.ServerStats) uint64 { return s.TCPFrames }},
+		{"tcp_records", "Records sent over TCP.", func(s replica.ServerStats) uint64 { return s.TCPRecord }},
+		{"send_calls", "Batch send calls.", func(s replica.ServerStats) uint64 { return s.Syscalls }},
+		{"naks_answered", "NAK frames answered.", func(s replica.ServerStats) uint64 { return s.NaksAnswered }},
+		{"retransmitted_records", "Records sent in answer to NAKs.", func(s replica.ServerStats) uint64 { return s.Retransmitted }},
+		{"gaps", "GAP frames sent.", func(s replica.ServerStats) uint64 { return s.Gaps }},
+		{"gap_records", "Records announced lost by GAP frames.", func(s replica.ServerStats) uint64 { return s.GapRecords }},
+		{"heartbeats", "Heartbeats sent.", func(s replica.ServerStats) uint64 { return s.Heartbeats }},
+		{"refused_connections", "Connections closed for a protocol error.", func(s replica.ServerStats) uint64 { return s.BadFrames }},
+		{"refused_punches", "PUNCH datagrams refused.", func(s replica.ServerStats) uint64 { return s.BadPunches }},
+		{"refused_datagrams", "Other datagrams dropped.", func(s replica.ServerStats) uint64 { return s.BadDatagram }},
+	} {
+		srv("serve_"+m.name+"_total", m.help, k, func(s replica.ServerStats) float64 { return float64(m.v(s)) })
+	}
+	mir := func(name, help string, t prometheus.ValueType, reported bool, v func(replica.MirrorInfo) float64) {
+		c.mirror = append(c.mirror, mirrorMetric{prometheus.NewDesc("ringfire_mirror_"+name, help, mirrorLabels, nil), t, reported, v})
+	}
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
+	}
+	mir("connected", "1 while the mirror is connected, 0 after it left.", g, false, func(m replica.MirrorInfo) float64 { return b(m.Connected) })
+	mir("telemetry", "1 if the mirror reports STATUS.", g, false, func(m replica.MirrorInfo) float64 { return b(m.Telemetry) })
+	mir("applied_seq", "Last sequence readable in the mirror ring.", g, true, func(m replica.MirrorInfo) float64 { return float64(m.Applied) })
+	mir("lag_records", "The ring's write_seq minus the mirror's applied sequence.", g, true, func(m replica.MirrorInfo) float64 { return float64(m.LagRecords) })
+	mir("lag_seconds", "Age of the oldest record the mirror has not applied.", g, true, func(m replica.MirrorInfo) float64 { return m.Lag.Seconds() })
+	mir("reported_lag_records", "Records behind the newest the mirror heard of, as it reports.", g, true, func(m replica.MirrorInfo) float64 { return float64(m.MirrorLag) })
+	mir("lagging", "1 while the mirror's lag is past half the ring's capacity.", g, true, func(m replica.MirrorInfo) float64 { return b(m.Lagging) })
+	mir("naks_total", "NAK frames the mirror sent.", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Naks) })
+	mir("retransmitted_records_total", "Records the mirror received in answer to NAKs.", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Retransmitted) })
+	mir("gap_records_total", "Records the mirror lost (GAP).", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Gaps) })
+	mir("drops_total", "Datagrams the mirror could not use.", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Drops) })
+	c.info = prometheus.NewDesc("ringfire_mirror_info", "A mirror's transport (value 1).", append(mirrorLabels, "transport"), nil)
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.server {
+		ch <- m.d
+	}
+	for _, m := range c.mirror {
+		ch <- m.d
+	}
+	ch <- c.info
+}
+
+// Collect implements prometheus.Collector: one snapshot of the counters
+// and one of the table per scrape.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.live.p.Load()
+	if s == nil {
+		return
+	}
+	st := s.Stats()
+	for _, m := range c.server {
+		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st))
+	}
+	seen := map[[3]string]bool{}
+	for _, mi := range s.Mirrors() {
+		id := ""
+		if mi.ID != 0 {
+			id = fmt.Sprintf("%016x", mi.ID)
+		}
+		l := [3]string{mi.Name, id, mi.Addr.String()}
+		if seen[l] {
+			continue // two rows may not share labels
+		}
+		seen[l] = true
+		for _, m := range c.mirror {
+			if m.reported && !mi.Reported {
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(mi), l[:]...)
+		}
+		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, l[0], l[1], l[2], mi.Transport)
+	}
+}
