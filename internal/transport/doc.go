@@ -1,6 +1,7 @@
 // Package transport wires the kernel-bypass data paths (AF_XDP sockets
-// steered by the bpf program; AF_PACKET later) to replica.Transport, and
-// chooses among them with a fallback to kernel UDP. replica defines the
+// steered by the bpf program; AF_PACKET rings, package afpacket) to
+// replica.Transport; cmd/ringfire chooses among them with a fallback to
+// kernel UDP. replica defines the
 // interface and never imports xdp or bpf; xdp and bpf know nothing of
 // replica; this package is the wiring cmd/ringfire uses.
 //
@@ -32,4 +33,18 @@
 //	│ xdp.Socket q1 (RX)           │─drain─▶│ inbox    │◀────▶│ inbox    │      │
 //	└──────────────────────────────┘        └──────────┘      └──────────┘      │
 //	               ▲──────────────────────────────────────────────────────────────┘
+//
+// An AF_PACKET transport (AFPacket) needs no XDP program and shares
+// nothing: each has its own TPACKET_V3 receive ring behind a socket filter
+// matching its flow, and its own TPACKET_V2 transmit ring. Frames are
+// built and parsed by internal/pkt, next hops resolved by internal/neigh,
+// headers cached per destination exactly as for AF_XDP (routes). AF_PACKET
+// taps rather than steers, so the kernel UDP socket that holds its port
+// also gets every datagram: a drop-all socket filter keeps its queue
+// empty.
+//
+//	replica ── Message ──▶ AFPacket.SendBatch: pkt.Template → TX ring → sendto
+//	NIC ─▶ stack ─┬─▶ AF_PACKET tap: filter (addr, port)? ─▶ RX ring block
+//	              │     AFPacket.RecvBatch: pkt.Parse → copy into Message.Buf
+//	              └─▶ UDP socket on the port: filter drops all (port held, IGMP)
 package transport
