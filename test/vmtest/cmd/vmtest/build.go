@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// testPkg is a built test binary and how the guest runs it.
+type testPkg struct {
+	dir    string // host package directory
+	binary string // host test binary
+	guest  guestPkg
+}
+
+// buildTests builds the test binary of every listed package present in the
+// tree (static, stripped of DWARF) into work/tests.
+func buildTests(ctx context.Context, root, work string, o options) ([]testPkg, error) {
+	var pkgs []testPkg
+	for _, p := range strings.FieldsFunc(o.pkgs, func(r rune) bool { return r == ' ' || r == ',' || r == '\n' || r == '\t' }) {
+		rel := strings.TrimPrefix(path.Clean(p), "./")
+		dir := filepath.Join(root, rel)
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			logf("vmtest: skipping %s: no such package in this tree", p)
+			continue
+		}
+		if tests, _ := filepath.Glob(filepath.Join(dir, "*_test.go")); len(tests) == 0 {
+			logf("vmtest: skipping %s: no test files", p)
+			continue
+		}
+		name := strings.ReplaceAll(rel, "/", "_")
+		args := []string{"-test.timeout=" + o.testTimeout.String(), "-test.count=1"}
+		if o.verbose {
+			args = append(args, "-test.v")
+		}
+		if re, ok := o.pkgRun[rel]; ok {
+			args = append(args, "-test.run="+re)
+		} else if o.run != "" {
+			args = append(args, "-test.run="+o.run)
+		}
+		args = append(args, strings.Fields(o.testFlags)...)
+		pkgs = append(pkgs, testPkg{
+			dir:    dir,
+			binary: filepath.Join(work, "tests", name+".test"),
+			guest: guestPkg{ImportPath: rel, Binary: "/tests/" + name + ".test", Dir: "/src/" + rel,
+				Args: args, Timeout: o.testTimeout},
+		})
+	}
+	if len(pkgs) == 0 {
+		return nil, fmt.Errorf("vmtest: no test packages among %q", o.pkgs)
+	}
+	for _, tp := range pkgs {
+		logf("vmtest: go test -c ./%s", tp.guest.ImportPath)
+		if err := goBuild(ctx, root, "test", "-c", "-o", tp.binary, "-ldflags=-w", "./"+tp.guest.ImportPath); err != nil {
+			return nil, err
+		}
+	}
+	return pkgs, nil
+}
+
+// goBuild runs a go build or go test -c with cgo off: the guest has no
+// C library to link against.
+func goBuild(ctx context.Context, root string, args ...string) error {
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = root, os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("vmtest: go %s: %w", strings.Join(args, " "), err)
+	}
+	return nil
+}
