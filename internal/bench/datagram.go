@@ -15,7 +15,7 @@ import (
 // and kernel paths).
 func datagramPath(tr string) string {
 	switch tr {
-	case "udp-unicast", "xdp-unicast":
+	case "udp-unicast", "xdp-unicast", "afpacket-unicast":
 		return tr
 	}
 	return ""
@@ -99,8 +99,12 @@ func (r *rig) openDatagram(tr string, ns *netns.NS, addr netip.Addr) (replica.Tr
 	var t replica.Transport
 	err := ns.Do(func() (err error) {
 		bind := netip.AddrPortFrom(addr, 0)
-		if tr == "xdp-unicast" {
+		switch tr {
+		case "xdp-unicast":
 			t, err = openXDP(transport.XDPConfig{Iface: iface, Bind: bind})
+			return err
+		case "afpacket-unicast":
+			t, err = openPacket(transport.AFPacketConfig{Iface: iface, Bind: bind})
 			return err
 		}
 		u, err := replica.NewUDP(replica.UDPConfig{Bind: bind, SocketBuffer: 4 << 20})

@@ -13,7 +13,7 @@ import (
 )
 
 // FanoutTransports are the transports the fan-out measures.
-var FanoutTransports = []string{"udp-unicast", "udp-multicast", "xdp-unicast", "xdp-multicast"}
+var FanoutTransports = []string{"udp-unicast", "udp-multicast", "afpacket-unicast", "xdp-unicast", "xdp-multicast"}
 
 // fanout serves one source to n mirrors over tr, each mirror on a host of
 // its own (n+1 namespaces on a bridge): the push-to-read latency at each

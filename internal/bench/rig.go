@@ -18,7 +18,7 @@ import (
 )
 
 // Transports are the datagram paths a run can measure.
-var Transports = []string{"tcp", "udp-multicast", "udp-unicast", "xdp-multicast", "xdp-unicast"}
+var Transports = []string{"tcp", "udp-multicast", "udp-unicast", "afpacket-multicast", "afpacket-unicast", "xdp-multicast", "xdp-unicast"}
 
 // iface is the veth name in both namespaces of the pair.
 const iface = "veth0"
@@ -161,7 +161,8 @@ func (r *rig) newMirror(ns *netns.NS, addr netip.Addr, src *source, name, tr str
 func configs(tr string, dir int) (replica.ServerConfig, replica.MirrorConfig) {
 	var s replica.ServerConfig
 	var m replica.MirrorConfig
-	switch strings.TrimPrefix(strings.TrimPrefix(tr, "xdp-"), "udp-") {
+	_, kind, _ := strings.Cut(tr, "-")
+	switch kind {
 	case "multicast":
 		s.Multicast = netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, 7, byte(1 + dir)}), uint16(7501+2*dir))
 	case "unicast":
@@ -169,7 +170,8 @@ func configs(tr string, dir int) (replica.ServerConfig, replica.MirrorConfig) {
 	default:
 		m.TCPOnly = true
 	}
-	if strings.HasPrefix(tr, "xdp-") {
+	switch {
+	case strings.HasPrefix(tr, "xdp-"):
 		base := transport.XDPConfig{Iface: iface}
 		s.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
 			return openXDP(transport.ForServer(base, u))
@@ -177,8 +179,24 @@ func configs(tr string, dir int) (replica.ServerConfig, replica.MirrorConfig) {
 		m.NewTransport = func(d replica.DatagramSpec) (replica.Transport, error) {
 			return openXDP(transport.ForMirror(base, d))
 		}
+	case strings.HasPrefix(tr, "afpacket-"):
+		base := transport.AFPacketConfig{Iface: iface}
+		s.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
+			return openPacket(transport.PacketForServer(base, u))
+		}
+		m.NewTransport = func(d replica.DatagramSpec) (replica.Transport, error) {
+			return openPacket(transport.PacketForMirror(base, d))
+		}
 	}
 	return s, m
+}
+
+func openPacket(cfg transport.AFPacketConfig) (replica.Transport, error) {
+	t, err := transport.NewAFPacket(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 func openXDP(cfg transport.XDPConfig) (replica.Transport, error) {
