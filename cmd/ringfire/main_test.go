@@ -72,7 +72,7 @@ func TestSubcommandHelp(t *testing.T) {
 		"gen":    {"--rate", "--count", "--size", "--capacity", "--lossless", "--replace"},
 		"tail":   {"--from", "--count", "--timeout", "--quiet"},
 		"serve":  {"--bind", "--multicast", "--iface", "--ttl", "--udp", "--dup", "--mtu", "--batch", "--linger-us", "--spin"},
-		"mirror": {"--from", "--iface", "--unicast", "--tcp", "--once", "--reconnect-ms", "--spin"},
+		"mirror": {"--from", "--iface", "--unicast", "--tcp", "--once", "--reconnect-ms", "--spin", "--no-telemetry"},
 	}
 	synopsis := map[string]string{"mirror": "SOURCE PATH"}
 	synopsis["mirrors"], flags["mirrors"] = "ADDR", []string{"--json", "--timeout"}

@@ -29,6 +29,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		from, iface        string
 		unicast, tcp, once bool
 		spin, asJSON       bool
+		noTelemetry        bool
 		reconnectMS        int
 		duration, interval time.Duration
 	)
@@ -39,6 +40,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&once, "once", false, "do not reconnect: exit when the source goes away")
 	fs.IntVar(&reconnectMS, "reconnect-ms", 1000, "wait `ms` between reconnections")
 	fs.BoolVar(&spin, "spin", false, "busy-poll for datagrams (lowest latency, one core)")
+	fs.BoolVar(&noTelemetry, "no-telemetry", false, "do not report STATUS to the source (version-1 behaviour)")
 	var xf xdpFlags
 	xf.add(fs)
 	addRunFlags(fs, &duration, &interval, &asJSON)
@@ -64,7 +66,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	xo := &xdpOpener{flags: xf, mode: mode, log: slog.New(slog.NewTextHandler(stderr, nil))}
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
 		TCPOnly: tcp, Iface: ifa, Once: once, Spin: spin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
-		NewTransport: xo.mirrorTransport})
+		NewTransport: xo.mirrorTransport, NoTelemetry: noTelemetry})
 	if err != nil {
 		return err
 	}

@@ -146,3 +146,12 @@ func TestXDPFlagErrors(t *testing.T) {
 		}
 	}
 }
+
+// A mirror run with --no-telemetry (version-1 behaviour) replicates as
+// before.
+func TestMirrorNoTelemetry(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	_, mir := replicate(t, p, []string{"--udp", "7403"}, []string{"--unicast", "--no-telemetry"})
+	wantContains(t, "mirror output", mir.out.String(), "mirror: udp unicast", "next 20001", "gaps 0")
+}
