@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // kernel is an unpacked Debian kernel package: the image to boot and the
@@ -51,11 +53,35 @@ func findKernel(cache, pkg string, logf func(string, ...any)) (*kernel, error) {
 	}
 	root := filepath.Join(cache, pkg)
 	if _, err := os.Stat(filepath.Join(root, ".unpacked")); err != nil {
+		// Another run may be fetching it too: one at a time.
+		unlock, err := lockCache(cache)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	if _, err := os.Stat(filepath.Join(root, ".unpacked")); err != nil {
 		if err := fetchKernel(cache, pkg, root, logf); err != nil {
 			return nil, err
 		}
 	}
 	return openKernel(pkg, root)
+}
+
+// lockCache takes an exclusive lock on the cache directory.
+func lockCache(cache string) (unlock func(), err error) {
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(cache, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("vmtest: lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // resolveKernelPkg asks apt which kernel linux-image-amd64 depends on.
