@@ -150,27 +150,28 @@ func (s *Socket) SubmitTX(lens []int) error {
 // syscall for that (always without need_wakeup, and in copy mode).
 //
 // In copy mode one sendto transmits at most 32 frames and returns EAGAIN
-// while more wait in the TX ring: Kick calls again as long as each call
-// takes frames off the ring, so that everything submitted leaves now and
-// not at the next kick. It stops when the ring is empty, or when a call
-// took nothing (the device is busy: the next kick goes on).
+// while more wait in the TX ring: Kick calls again, so that everything
+// submitted leaves now and not at the next kick. It counts on EAGAIN alone
+// (kernels before 6.x do not publish the ring's consumer index between
+// those calls) and is bounded by the frames queued: one call per 32 of
+// them, and two more.
 func (s *Socket) Kick() error {
 	if !s.cfg.NoNeedWakeup && !s.TX.NeedWakeup() {
 		return nil
 	}
-	left := s.txQueued()
-	for {
+	calls := int(s.txQueued())/32 + 2
+	for calls > 0 {
 		s.tx.kicks.add(1)
 		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(s.fd), 0, 0, unix.MSG_DONTWAIT, 0, 0)
 		switch e {
 		case unix.EAGAIN:
-			if now := s.txQueued(); now > 0 && now < left {
-				left = now
-				continue // the kernel's per-call budget ran out
+			if s.txQueued() == 0 {
+				return nil
 			}
-			return nil
+			calls--
+			continue // the kernel's per-call budget ran out
 		case 0, unix.EBUSY, unix.ENOBUFS:
-			return nil // sent, or the kernel will go on with it
+			return nil // sent, or the device is busy: the next kick goes on
 		case unix.EINTR:
 			continue
 		case unix.ENETDOWN, unix.ENXIO:
@@ -178,6 +179,7 @@ func (s *Socket) Kick() error {
 		}
 		return os.NewSyscallError("sendto", e)
 	}
+	return nil
 }
 
 // txQueued is how many TX ring entries the kernel has not taken yet.

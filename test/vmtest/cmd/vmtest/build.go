@@ -34,12 +34,6 @@ var guestFilters = map[string]filter{
 		"TestReorderedDatagramsWrittenInOrder", "TestMulticastLiveDelivery",
 		"TestBlobRingOverMulticastLargePayloads", "TestUnicastDuplicatesDropped", "TestLargeNakAnsweredOnce",
 	}, "|") + ")$"},
-	// Copy-mode AF_XDP on 6.1 publishes the TX consumer index only when it
-	// has consumed the whole batch it peeked at, so after the 32-frame
-	// sendto budget (EAGAIN) xdp.Socket.Kick sees no progress and stops:
-	// frames beyond 32 wait for the next kick. Newer kernels publish it;
-	// the host's 6.18 passes. Skipped until xdp.Socket.Kick copes.
-	"xdp": {skip: "^TestSubmitSendsAll$"},
 }
 
 type filter struct{ run, skip string }
