@@ -1,6 +1,9 @@
 package bench
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // table is one section of the report: a title, a header and rows of
 // preformatted cells, rendered as text (WriteTable) or markdown
@@ -45,6 +48,7 @@ func (r *Report) machineRows() [][2]string {
 	add("cores", itoa(m.Cores))
 	add("kernel", m.Kernel)
 	add("go", m.Go)
+	add("gomaxprocs", strconv.Itoa(m.Procs))
 	add("load", m.Load)
 	add("network", m.Network)
 	if !r.Started.IsZero() {

@@ -27,6 +27,7 @@ type Machine struct {
 	Kernel  string `json:"kernel"`
 	Go      string `json:"go"`
 	Load    string `json:"load"` // /proc/loadavg at the start
+	Procs   int    `json:"gomaxprocs"`
 	Network string `json:"network"`
 }
 

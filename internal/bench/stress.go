@@ -12,30 +12,89 @@ import (
 // drainWait bounds how long a stress run waits for the last echoes.
 const drainWait = 2 * time.Second
 
-// sweep runs the open loop at every rate on one loop of transport tr and
-// returns the runs and the highest rate carried without loss.
-func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress, ZeroLoss, error) {
+// sweep runs the open loop at every rate on one loop of transport tr, up
+// to the second rate in a row that loses, and returns the runs.
+func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress, error) {
 	defer r.reset()
 	l, err := r.newLoop(tr, size)
 	if err != nil {
-		return nil, ZeroLoss{}, err
+		return nil, err
 	}
 	if err := l.warmUp(300 * time.Millisecond); err != nil {
-		return nil, ZeroLoss{}, err
+		return nil, err
 	}
 	var runs []Stress
-	best := ZeroLoss{Transport: tr}
-	for i, rate := range rates {
+	failed := 0
+	for _, rate := range rates {
 		s, err := l.stress(rate, d)
 		if err != nil {
-			return runs, best, err
+			return runs, err
 		}
 		runs = append(runs, s)
-		if s.Lossless() {
-			best.Rate, best.Achieved, best.Capped = rate, s.Achieved, i == len(rates)-1
+		if failed = failed + 1; s.Lossless() {
+			failed = 0
+		}
+		if failed == 2 {
+			break
 		}
 	}
-	return runs, best, nil
+	return runs, nil
+}
+
+// zeroLoss finds the highest rate transport tr carries one way (source on
+// host A, mirror on host B) with every record delivered in order and no
+// NAK repair: the producer pushes at each rate for d without waiting, and
+// the mirror must then hold every record, with no gap and no
+// retransmission. The sweep stops at the second rate in a row that loses.
+func (r *rig) zeroLoss(tr string, size int, rates []int, d time.Duration) (ZeroLoss, error) {
+	defer r.reset()
+	p := r.pair
+	src, err := r.newSource(p.A, p.AAddr, "Z", size, 1<<20, tr, 0, nil)
+	if err != nil {
+		return ZeroLoss{}, err
+	}
+	m, err := r.newMirror(p.B, p.BAddr, src, "Z-mirror", tr, 0)
+	if err != nil {
+		return ZeroLoss{}, err
+	}
+	best := ZeroLoss{Transport: tr}
+	failed := 0
+	for i, rate := range rates {
+		achieved, ok, err := r.oneWay(src, m, rate, d)
+		if err != nil {
+			return best, err
+		}
+		if ok {
+			best.Rate, best.Achieved, best.Capped, failed = rate, achieved, i == len(rates)-1, 0
+		} else if failed++; failed == 2 {
+			break
+		}
+	}
+	return best, nil
+}
+
+// oneWay pushes at rate for d and waits for the mirror: the records per
+// second it received and whether it got them all without repair.
+func (r *rig) oneWay(src *source, m *mirrorEnd, rate int, d time.Duration) (float64, bool, error) {
+	before := m.m.Stats()
+	start := time.Now()
+	pushed := 0
+	for el := time.Duration(0); el < d; el = time.Since(start) {
+		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
+			if err := src.push(r); err != nil {
+				return 0, false, err
+			}
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	last := src.w.Next() - 1
+	if err := waitFor(drainWait, "the mirror", func() bool { return m.m.Stats().Next > last }); err != nil {
+		return 0, false, nil
+	}
+	done := time.Since(start)
+	after := m.m.Stats()
+	ok := after.Gaps == before.Gaps && after.Retransmitted == before.Retransmitted
+	return float64(pushed) / done.Seconds(), ok, nil
 }
 
 // stress pushes at rate for d without waiting for anything, while a
