@@ -14,7 +14,9 @@ import (
 // mirrored to A' (host B), an echo copies every record of A' into ring B
 // (host B), mirrored to B' (host A), which the pinger reads. Two
 // replication hops and an echo per round trip, every record stamped with
-// the time of its push.
+// the time of its push. Each direction has a link of its own (a second
+// veth pair): as between real hosts, no interface carries a source's and
+// a mirror's AF_XDP or AF_PACKET sockets at once.
 type loop struct {
 	r       *rig
 	tr      string
@@ -25,19 +27,19 @@ type loop struct {
 }
 
 func (r *rig) newLoop(tr string, size int) (*loop, error) {
-	p := r.pair
+	p, q := r.pair, r.back
 	l := &loop{r: r, tr: tr, buf: make([]byte, size), echoErr: make(chan error, 1)}
 	var err error
 	if l.a, err = r.newSource(p.A, p.AAddr, "A", size, 1<<16, tr, 0, nil); err != nil {
 		return nil, err
 	}
-	if l.b, err = r.newSource(p.B, p.BAddr, "B", size, 1<<16, tr, 1, nil); err != nil {
+	if l.b, err = r.newSource(q.B, q.BAddr, "B", size, 1<<16, tr, 1, nil); err != nil {
 		return nil, err
 	}
 	if l.ma, err = r.newMirror(p.B, p.BAddr, l.a, "A-mirror", tr, 0); err != nil {
 		return nil, err
 	}
-	if l.mb, err = r.newMirror(p.A, p.AAddr, l.b, "B-mirror", tr, 1); err != nil {
+	if l.mb, err = r.newMirror(q.A, q.AAddr, l.b, "B-mirror", tr, 1); err != nil {
 		return nil, err
 	}
 	l.startEcho(size)

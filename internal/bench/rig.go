@@ -29,6 +29,7 @@ const iface = "veth0"
 type rig struct {
 	owner netns.Owner
 	pair  *netns.Pair
+	back  *netns.Pair // a second link for the way back of the round trips
 	dir   string
 	base  time.Time // record stamps are nanoseconds since base
 	stops []func()
@@ -41,6 +42,10 @@ func newRig() (*rig, error) {
 	r := &rig{base: time.Now()}
 	var err error
 	if r.pair, err = r.owner.NewPair(); err != nil {
+		r.owner.Close()
+		return nil, err
+	}
+	if r.back, err = r.owner.NewPair(); err != nil {
 		r.owner.Close()
 		return nil, err
 	}
