@@ -79,17 +79,17 @@ func TestSubcommandHelp(t *testing.T) {
 	synopsis["bench"], flags["bench"] = "[flags]", []string{"--transports", "--sections", "--rates", "--fanout", "--out", "--json", "--quick"}
 	for _, c := range commands {
 		for _, h := range []string{"--help", "-h"} {
-			_, stderr, err := runCmd(t, c.name, h)
+			_, stderr, err := runCmd(t, c.Name, h)
 			if err != nil {
-				t.Fatalf("%s %s: %v", c.name, h, err)
+				t.Fatalf("%s %s: %v", c.Name, h, err)
 			}
-			syn := synopsis[c.name]
+			syn := synopsis[c.Name]
 			if syn == "" {
 				syn = "PATH"
 			}
-			wantContains(t, c.name+" "+h, stderr, append([]string{"usage: ringfire " + c.name + " " + syn}, flags[c.name]...)...)
+			wantContains(t, c.Name+" "+h, stderr, append([]string{"usage: ringfire " + c.Name + " " + syn}, flags[c.Name]...)...)
 			if len(strings.Fields(stderr)) < 40 {
-				t.Errorf("%s help has no real description:\n%s", c.name, stderr)
+				t.Errorf("%s help has no real description:\n%s", c.Name, stderr)
 			}
 		}
 	}

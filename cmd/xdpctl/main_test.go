@@ -45,9 +45,9 @@ func TestUsage(t *testing.T) {
 		}
 	}
 	for _, c := range commands {
-		_, errOut, err := xdpctl(nil, c.name, "--help")
-		if err != nil || !strings.Contains(errOut, "usage: xdpctl "+c.name) || !strings.Contains(errOut, "--netns") {
-			t.Errorf("%s --help: %v, %q", c.name, err, errOut)
+		_, errOut, err := xdpctl(nil, c.Name, "--help")
+		if err != nil || !strings.Contains(errOut, "usage: xdpctl "+c.Name) || !strings.Contains(errOut, "--netns") {
+			t.Errorf("%s --help: %v, %q", c.Name, err, errOut)
 		}
 	}
 }
