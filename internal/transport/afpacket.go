@@ -157,7 +157,7 @@ func (a *AFPacket) Close() error {
 // from base (interface, rings) and the kernel UDP settings the server asks
 // for (local address and port, TTL).
 func PacketForServer(base AFPacketConfig, u replica.UDPConfig) AFPacketConfig {
-	base.Bind, base.TTL = netip.AddrPortFrom(u.Iface, u.Bind.Port()), u.TTL
+	base.Bind, base.TTL = serverBind(u)
 	return base
 }
 
@@ -165,10 +165,7 @@ func PacketForServer(base AFPacketConfig, u replica.UDPConfig) AFPacketConfig {
 // from base and what the source announced: a multicast group to receive,
 // or unicast to a free port of the interface.
 func PacketForMirror(base AFPacketConfig, s replica.DatagramSpec) AFPacketConfig {
-	base.Bind = netip.AddrPortFrom(s.Iface, 0)
-	if s.Group.IsValid() {
-		base.Bind, base.Group = netip.AddrPortFrom(s.Iface, s.Group.Port()), s.Group.Addr()
-	}
+	base.Bind, base.Group = mirrorBind(s)
 	return base
 }
 

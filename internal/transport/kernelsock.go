@@ -13,6 +13,7 @@ import (
 
 	"github.com/ringfire/ringfire/afpacket"
 	"github.com/ringfire/ringfire/internal/neigh"
+	"github.com/ringfire/ringfire/replica"
 )
 
 // reservePort binds the kernel UDP socket that stays open beside a
@@ -72,4 +73,19 @@ func reservePort(link neigh.Link, bind netip.AddrPort, group netip.Addr, dropAll
 		return nil, netip.AddrPort{}, err
 	}
 	return conn, local, nil
+}
+
+// serverBind is where a server's datagram transport binds, and its
+// multicast TTL, from the kernel UDP settings the server asks for.
+func serverBind(u replica.UDPConfig) (netip.AddrPort, int) {
+	return netip.AddrPortFrom(u.Iface, u.Bind.Port()), u.TTL
+}
+
+// mirrorBind is where a mirror's datagram transport binds, and the group
+// it receives (invalid for unicast), from what the source announced.
+func mirrorBind(s replica.DatagramSpec) (netip.AddrPort, netip.Addr) {
+	if s.Group.IsValid() {
+		return netip.AddrPortFrom(s.Iface, s.Group.Port()), s.Group.Addr()
+	}
+	return netip.AddrPortFrom(s.Iface, 0), netip.Addr{}
 }

@@ -142,7 +142,7 @@ func (x *XDP) Close() error {
 // (interface, attach mode, sockets) and the kernel UDP settings the server
 // asks for (local address and port, TTL).
 func ForServer(base XDPConfig, u replica.UDPConfig) XDPConfig {
-	base.Bind, base.TTL = netip.AddrPortFrom(u.Iface, u.Bind.Port()), u.TTL
+	base.Bind, base.TTL = serverBind(u)
 	return base
 }
 
@@ -150,10 +150,7 @@ func ForServer(base XDPConfig, u replica.UDPConfig) XDPConfig {
 // and what the source announced: a multicast group to receive, or unicast
 // to a free port of the interface.
 func ForMirror(base XDPConfig, s replica.DatagramSpec) XDPConfig {
-	base.Bind = netip.AddrPortFrom(s.Iface, 0)
-	if s.Group.IsValid() {
-		base.Bind, base.Group = netip.AddrPortFrom(s.Iface, s.Group.Port()), s.Group.Addr()
-	}
+	base.Bind, base.Group = mirrorBind(s)
 	return base
 }
 
