@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/internal/netpoll"
 )
 
 // Poller waits until a socket's receive ring has a block for user space,
@@ -17,10 +17,8 @@ import (
 // over. It watches a duplicate of the socket's descriptor, so Close the
 // poller too: the socket lives until both are closed.
 type Poller struct {
-	file *os.File
-	rc   syscall.RawConn
-	s    *Socket
-	shut atomic.Bool
+	w *netpoll.Waiter
+	s *Socket
 }
 
 // NewPoller watches s.
@@ -29,13 +27,11 @@ func NewPoller(s *Socket) (*Poller, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
 	}
-	f := os.NewFile(uintptr(fd), "afpacket-poller") // non-blocking: Go's poller watches it
-	rc, err := f.SyscallConn()
+	w, err := netpoll.New(fd, "afpacket-poller") // non-blocking: Go's poller watches it
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("afpacket: poller: %w", err)
 	}
-	return &Poller{file: f, rc: rc, s: s}, nil
+	return &Poller{w: w, s: s}, nil
 }
 
 // WaitFor returns true when the socket has frames or woken reports true
@@ -44,55 +40,16 @@ func NewPoller(s *Socket) (*Poller, error) {
 // called. One goroutine waits at a time, the one that receives: WaitFor
 // reads the receive side's state.
 func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error) {
-	ready := func() bool { return (woken != nil && woken()) || p.s.Readable() }
-	if ready() {
-		return true, nil
+	ok, err := p.w.Wait(timeout, func() bool { return (woken != nil && woken()) || p.s.Readable() })
+	if errors.Is(err, netpoll.ErrClosed) {
+		return false, ErrClosed
 	}
-	var dl time.Time
-	if timeout >= 0 {
-		dl = time.Now().Add(timeout)
-	}
-	for range maxRewaits {
-		// Wake moves the deadline to the past: set ours before checking,
-		// so that a Wake after the check is not lost.
-		if err := p.file.SetReadDeadline(dl); err != nil {
-			return false, p.closedOr(err)
-		}
-		ok := false
-		err := p.rc.Read(func(uintptr) bool {
-			ok = ready()
-			return ok
-		})
-		switch {
-		case ok:
-			return true, nil
-		case !errors.Is(err, os.ErrDeadlineExceeded):
-			return false, p.closedOr(err)
-		case !dl.IsZero() && !time.Now().Before(dl):
-			return false, nil
-		}
-		// A Wake that woken no longer reports: wait again, until our deadline.
-	}
-	return false, nil
+	return ok, err
 }
-
-// maxRewaits bounds the spurious wake-ups one WaitFor absorbs; past it,
-// WaitFor returns false as if its time had passed.
-const maxRewaits = 1 << 20
 
 // Wake makes the goroutine waiting in WaitFor check again.
-func (p *Poller) Wake() { p.file.SetReadDeadline(time.Unix(1, 0)) }
-
-func (p *Poller) closedOr(err error) error {
-	if p.shut.Load() || errors.Is(err, os.ErrClosed) {
-		return ErrClosed
-	}
-	return fmt.Errorf("afpacket: wait: %w", err)
-}
+func (p *Poller) Wake() { p.w.Wake() }
 
 // Close wakes the waiter with ErrClosed and closes the duplicate
 // descriptor (not the socket).
-func (p *Poller) Close() error {
-	p.shut.Store(true)
-	return p.file.Close()
-}
+func (p *Poller) Close() error { return p.w.Close() }

@@ -4,10 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/internal/netpoll"
 )
 
 // Poller waits until any of a set of sockets has received frames, parking
@@ -15,12 +16,8 @@ import (
 // syscall). It holds an epoll instance watching the sockets; Go's poller
 // watches that instance.
 type Poller struct {
-	file *os.File
-	rc   interface {
-		Read(func(uintptr) bool) error
-	}
+	w     *netpoll.Waiter
 	socks []*Socket
-	shut  atomic.Bool
 }
 
 // NewPoller watches socks. Go's poller watches a single socket directly
@@ -31,13 +28,11 @@ func NewPoller(socks ...*Socket) (*Poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := os.NewFile(uintptr(fd), "xdp-poller")
-	rc, err := f.SyscallConn()
+	w, err := netpoll.New(fd, "xdp-poller")
 	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("xdp: poller: %w", err)
 	}
-	return &Poller{file: f, rc: rc, socks: socks}, nil
+	return &Poller{w: w, socks: socks}, nil
 }
 
 // pollFD returns a non-blocking descriptor readable when a socket is.
@@ -77,40 +72,15 @@ func (p *Poller) Wait(timeout time.Duration) (bool, error) { return p.WaitFor(ti
 // (Go's poller parks one reader of a descriptor): give each goroutine that
 // waits its own poller of the same sockets.
 func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error) {
-	ready := func() bool { return (woken != nil && woken()) || p.ready() }
-	if ready() {
-		return true, nil
+	ok, err := p.w.Wait(timeout, func() bool { return (woken != nil && woken()) || p.ready() })
+	if errors.Is(err, netpoll.ErrClosed) {
+		return false, ErrClosed
 	}
-	var dl time.Time
-	if timeout >= 0 {
-		dl = time.Now().Add(timeout)
-	}
-	for {
-		// Wake moves the deadline to the past: set ours before checking,
-		// so that a Wake after the check is not lost.
-		if err := p.file.SetReadDeadline(dl); err != nil {
-			return false, p.closedOr(err)
-		}
-		ok := false
-		err := p.rc.Read(func(uintptr) bool {
-			ok = ready()
-			return ok
-		})
-		switch {
-		case ok:
-			return true, nil
-		case !errors.Is(err, os.ErrDeadlineExceeded):
-			return false, p.closedOr(err)
-		case !dl.IsZero() && !time.Now().Before(dl):
-			return false, nil
-		}
-		// A Wake that woken no longer reports: wait again, until our
-		// deadline.
-	}
+	return ok, err
 }
 
 // Wake makes the goroutine waiting in WaitFor (or Wait) check again.
-func (p *Poller) Wake() { p.file.SetReadDeadline(time.Unix(1, 0)) }
+func (p *Poller) Wake() { p.w.Wake() }
 
 // ready reports whether a socket has frames, waking any whose fill ring
 // asks for it (a zero-copy driver may wait for that before receiving).
@@ -127,16 +97,6 @@ func (p *Poller) ready() bool {
 	return false
 }
 
-func (p *Poller) closedOr(err error) error {
-	if p.shut.Load() || errors.Is(err, os.ErrClosed) {
-		return ErrClosed
-	}
-	return fmt.Errorf("xdp: wait: %w", err)
-}
-
-// Close wakes waiters with ErrClosed and releases the epoll instance (not
-// the sockets).
-func (p *Poller) Close() error {
-	p.shut.Store(true)
-	return p.file.Close()
-}
+// Close wakes the waiter with ErrClosed and releases the epoll instance
+// or the duplicate descriptor (not the sockets).
+func (p *Poller) Close() error { return p.w.Close() }

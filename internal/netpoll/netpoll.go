@@ -1,0 +1,94 @@
+// Package netpoll parks a goroutine in Go's network poller until a
+// descriptor is readable, a deadline passes, or another goroutine wakes it:
+// what the AF_XDP and AF_PACKET pollers share. No thread blocks in a
+// syscall meanwhile.
+package netpoll
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ErrClosed is returned to a waiter once Close was called.
+var ErrClosed = errors.New("netpoll: closed")
+
+// Waiter owns a non-blocking descriptor registered with Go's poller. One
+// goroutine waits on it at a time (Go's poller parks one reader of a
+// descriptor).
+type Waiter struct {
+	file *os.File
+	rc   syscall.RawConn
+	shut atomic.Bool
+}
+
+// New takes ownership of fd, which must be non-blocking and pollable.
+func New(fd int, name string) (*Waiter, error) {
+	f := os.NewFile(uintptr(fd), name)
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("netpoll: %s: %w", name, err)
+	}
+	return &Waiter{file: f, rc: rc}, nil
+}
+
+// maxRewaits bounds the spurious wake-ups one Wait absorbs; past it, Wait
+// returns false as if its time had passed.
+const maxRewaits = 1 << 20
+
+// Wait returns true once ready reports true (it is checked first, after
+// every readiness of the descriptor and after every Wake), false when
+// timeout passes (a negative timeout waits without limit), or ErrClosed
+// once Close was called.
+func (w *Waiter) Wait(timeout time.Duration, ready func() bool) (bool, error) {
+	if ready() {
+		return true, nil
+	}
+	var dl time.Time
+	if timeout >= 0 {
+		dl = time.Now().Add(timeout)
+	}
+	for range maxRewaits {
+		// Wake moves the deadline to the past: set ours before checking,
+		// so that a Wake after the check is not lost.
+		if err := w.file.SetReadDeadline(dl); err != nil {
+			return false, w.closedOr(err)
+		}
+		ok := false
+		err := w.rc.Read(func(uintptr) bool {
+			ok = ready()
+			return ok
+		})
+		switch {
+		case ok:
+			return true, nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return false, w.closedOr(err)
+		case !dl.IsZero() && !time.Now().Before(dl):
+			return false, nil
+		}
+		// A Wake that ready no longer reports: wait again, until our
+		// deadline.
+	}
+	return false, nil
+}
+
+// Wake makes the goroutine in Wait check ready again.
+func (w *Waiter) Wake() { w.file.SetReadDeadline(time.Unix(1, 0)) }
+
+func (w *Waiter) closedOr(err error) error {
+	if w.shut.Load() || errors.Is(err, os.ErrClosed) {
+		return ErrClosed
+	}
+	return fmt.Errorf("netpoll: wait: %w", err)
+}
+
+// Close wakes the waiter with ErrClosed and closes the descriptor.
+func (w *Waiter) Close() error {
+	w.shut.Store(true)
+	return w.file.Close()
+}
