@@ -189,8 +189,16 @@ func TestUDPBatchAllocs(t *testing.T) {
 	in := udMsgs(batch, 2048)
 	time.Sleep(50 * time.Millisecond)
 	if n := testing.AllocsPerRun(runs, func() {
-		if k, err := rx.RecvBatch(in, 0); k != batch || err != nil {
-			t.Fatalf("RecvBatch: %d, %v", k, err)
+		// Under load the datagrams may still be on their way: poll (a
+		// partial batch is fine; what is measured is allocation).
+		for deadline := time.Now().Add(5 * time.Second); ; {
+			k, err := rx.RecvBatch(in, 0)
+			if err != nil || (k == 0 && time.Now().After(deadline)) {
+				t.Fatalf("RecvBatch: %d, %v", k, err)
+			}
+			if k > 0 {
+				return
+			}
 		}
 	}); n != 0 {
 		t.Errorf("RecvBatch of %d: %v allocations", batch, n)
