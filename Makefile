@@ -41,12 +41,7 @@ unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-	  for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
-	    echo "== fuzz $$pkg $$f ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
-	  done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # Every transport side by side in two namespaces (root): tables on the
 # terminal; JSON, markdown and SVG charts in docs/bench (shown by
