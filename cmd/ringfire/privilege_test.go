@@ -26,6 +26,24 @@ func TestMain(m *testing.M) {
 // capabilities), serve --xdp says why in one log line and serves over
 // kernel UDP; with --require-xdp it fails.
 func TestXDPFallbackWithoutPrivilege(t *testing.T) {
+	unprivileged := unprivilegedServe(t, "--xdp", "veth0")
+	out, err := unprivileged()
+	if err != nil {
+		t.Fatalf("unprivileged serve --xdp: %v\n%s", err, out)
+	}
+	wantContains(t, "unprivileged serve", out, "AF_XDP unavailable, falling back to kernel UDP", "needs root or CAP_BPF", "msg=serving")
+	out, err = unprivileged("--require-xdp")
+	if err == nil || !strings.Contains(out, "--require-xdp") {
+		t.Fatalf("unprivileged serve --require-xdp: %v\n%s", err, out)
+	}
+}
+
+// unprivilegedServe prepares a namespace pair and a ring that uid 65534
+// can read, and returns a function that runs this binary as
+// `ringfire serve` there as uid 65534 without capabilities, with flags,
+// then extra, and returns its output.
+func unprivilegedServe(t *testing.T, flags ...string) func(extra ...string) (string, error) {
+	t.Helper()
 	netns.Require(t)
 	p := netns.NewPair(t)
 	dir, err := os.MkdirTemp("", "rf-unpriv-")
@@ -42,25 +60,16 @@ func TestXDPFallbackWithoutPrivilege(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	unprivileged := func(extra ...string) (string, error) {
+	return func(extra ...string) (string, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
-		args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+		args := []string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
 			exe, "serve", ring, "--bind", p.AAddr.String() + ":7400", "--multicast", "239.255.0.1:7401",
-			"--xdp", "veth0", "--duration", "500ms"}, extra...)
-		cmd := p.A.Run(ctx, "setpriv", args...)
+			"--iface", p.AAddr.String(), "--duration", "500ms"}
+		cmd := p.A.Run(ctx, "setpriv", append(append(args, flags...), extra...)...)
 		cmd.Env = append(os.Environ(), "RINGFIRE_TEST_MAIN=1")
 		out, err := cmd.CombinedOutput()
 		return string(out), err
-	}
-	out, err := unprivileged()
-	if err != nil {
-		t.Fatalf("unprivileged serve --xdp: %v\n%s", err, out)
-	}
-	wantContains(t, "unprivileged serve", out, "AF_XDP unavailable, falling back to kernel UDP", "needs root or CAP_BPF", "msg=serving")
-	out, err = unprivileged("--require-xdp")
-	if err == nil || !strings.Contains(out, "--require-xdp") {
-		t.Fatalf("unprivileged serve --require-xdp: %v\n%s", err, out)
 	}
 }
 

@@ -1,12 +1,8 @@
 package main
 
 import (
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
 )
@@ -72,33 +68,7 @@ func TestTransportAuto(t *testing.T) {
 // neither AF_XDP nor AF_PACKET and serves over kernel UDP, saying why in
 // one line; --transport afpacket --require-xdp fails.
 func TestTransportAutoWithoutPrivilege(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	dir, err := os.MkdirTemp("", "rf-unpriv-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	exe := filepath.Join(dir, "ringfire")
-	copyExecutable(t, exe)
-	ring := filepath.Join(dir, "ring")
-	mustRun(t, "gen", ring, "--count", "100", "--size", "56")
-	for _, f := range []string{dir, ring} {
-		if err := os.Chmod(f, 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
-	unprivileged := func(extra ...string) (string, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		args := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
-			exe, "serve", ring, "--bind", p.AAddr.String() + ":7400", "--multicast", "239.255.0.1:7401",
-			"--iface", p.AAddr.String(), "--duration", "500ms"}, extra...)
-		cmd := p.A.Run(ctx, "setpriv", args...)
-		cmd.Env = append(os.Environ(), "RINGFIRE_TEST_MAIN=1")
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
+	unprivileged := unprivilegedServe(t)
 	out, err := unprivileged("--transport", "auto")
 	if err != nil {
 		t.Fatalf("unprivileged serve --transport auto: %v\n%s", err, out)
