@@ -17,8 +17,11 @@ import (
 // over. It watches a duplicate of the socket's descriptor, so Close the
 // poller too: the socket lives until both are closed.
 type Poller struct {
-	w *netpoll.Waiter
-	s *Socket
+	w     *netpoll.Waiter
+	s     *Socket
+	woken func() bool // the waiter's, for readyFn
+	// readyFn is built once: a wait allocates nothing.
+	readyFn func() bool
 }
 
 // NewPoller watches s.
@@ -31,7 +34,9 @@ func NewPoller(s *Socket) (*Poller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: poller: %w", err)
 	}
-	return &Poller{w: w, s: s}, nil
+	p := &Poller{w: w, s: s}
+	p.readyFn = func() bool { return (p.woken != nil && p.woken()) || p.s.Readable() }
+	return p, nil
 }
 
 // WaitFor returns true when the socket has frames or woken reports true
@@ -40,7 +45,8 @@ func NewPoller(s *Socket) (*Poller, error) {
 // called. One goroutine waits at a time, the one that receives: WaitFor
 // reads the receive side's state.
 func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error) {
-	ok, err := p.w.Wait(timeout, func() bool { return (woken != nil && woken()) || p.s.Readable() })
+	p.woken = woken
+	ok, err := p.w.Wait(timeout, p.readyFn)
 	if errors.Is(err, netpoll.ErrClosed) {
 		return false, ErrClosed
 	}

@@ -18,6 +18,9 @@ import (
 type Poller struct {
 	w     *netpoll.Waiter
 	socks []*Socket
+	woken func() bool // the waiter's, for readyFn
+	// readyFn is built once: a wait allocates nothing.
+	readyFn func() bool
 }
 
 // NewPoller watches socks. Go's poller watches a single socket directly
@@ -32,7 +35,9 @@ func NewPoller(socks ...*Socket) (*Poller, error) {
 	if err != nil {
 		return nil, fmt.Errorf("xdp: poller: %w", err)
 	}
-	return &Poller{w: w, socks: socks}, nil
+	p := &Poller{w: w, socks: socks}
+	p.readyFn = func() bool { return (p.woken != nil && p.woken()) || p.ready() }
+	return p, nil
 }
 
 // pollFD returns a non-blocking descriptor readable when a socket is.
@@ -72,7 +77,8 @@ func (p *Poller) Wait(timeout time.Duration) (bool, error) { return p.WaitFor(ti
 // (Go's poller parks one reader of a descriptor): give each goroutine that
 // waits its own poller of the same sockets.
 func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error) {
-	ok, err := p.w.Wait(timeout, func() bool { return (woken != nil && woken()) || p.ready() })
+	p.woken = woken
+	ok, err := p.w.Wait(timeout, p.readyFn)
 	if errors.Is(err, netpoll.ErrClosed) {
 		return false, ErrClosed
 	}

@@ -23,6 +23,11 @@ type Waiter struct {
 	file *os.File
 	rc   syscall.RawConn
 	shut atomic.Bool
+
+	// The one waiter's state: built once, so that a wait allocates nothing.
+	ready  func() bool
+	ok     bool
+	readFn func(uintptr) bool
 }
 
 // New takes ownership of fd, which must be non-blocking and pollable.
@@ -33,7 +38,12 @@ func New(fd int, name string) (*Waiter, error) {
 		f.Close()
 		return nil, fmt.Errorf("netpoll: %s: %w", name, err)
 	}
-	return &Waiter{file: f, rc: rc}, nil
+	w := &Waiter{file: f, rc: rc}
+	w.readFn = func(uintptr) bool {
+		w.ok = w.ready()
+		return w.ok
+	}
+	return w, nil
 }
 
 // maxRewaits bounds the spurious wake-ups one Wait absorbs; past it, Wait
@@ -48,6 +58,7 @@ func (w *Waiter) Wait(timeout time.Duration, ready func() bool) (bool, error) {
 	if ready() {
 		return true, nil
 	}
+	w.ready = ready
 	var dl time.Time
 	if timeout >= 0 {
 		dl = time.Now().Add(timeout)
@@ -58,13 +69,10 @@ func (w *Waiter) Wait(timeout time.Duration, ready func() bool) (bool, error) {
 		if err := w.file.SetReadDeadline(dl); err != nil {
 			return false, w.closedOr(err)
 		}
-		ok := false
-		err := w.rc.Read(func(uintptr) bool {
-			ok = ready()
-			return ok
-		})
+		w.ok = false
+		err := w.rc.Read(w.readFn)
 		switch {
-		case ok:
+		case w.ok:
 			return true, nil
 		case !errors.Is(err, os.ErrDeadlineExceeded):
 			return false, w.closedOr(err)

@@ -3,6 +3,7 @@ package transport_test
 import (
 	"net/netip"
 	"testing"
+	"time"
 
 	"github.com/ringfire/ringfire/replica"
 )
@@ -35,6 +36,15 @@ func TestNoAllocs(t *testing.T) {
 		}
 	}); a != 0 {
 		t.Errorf("RecvBatch(wait 0) with nothing waiting: %v allocations", a)
+	}
+	// A receive that parks in Go's poller until its timeout: a mirror's
+	// idle loop does this every millisecond.
+	if a := testing.AllocsPerRun(20, func() {
+		if n, err := xp.b.RecvBatch(in, time.Millisecond); n != 0 || err != nil {
+			t.Fatalf("RecvBatch(1 ms) = %d, %v", n, err)
+		}
+	}); a != 0 {
+		t.Errorf("RecvBatch(wait 1 ms) that times out: %v allocations", a)
 	}
 
 	// With datagrams waiting: send them outside the measured function.
