@@ -1,39 +1,12 @@
 package replica_test
 
 import (
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/transport"
-	"github.com/ringfire/ringfire/replica"
 )
-
-// packets remembers the AF_PACKET transports a test's factories opened.
-type packets struct {
-	mu  sync.Mutex
-	all []*transport.AFPacket
-}
-
-func (o *packets) keep(t replica.Transport, err error) (replica.Transport, error) {
-	if x, ok := t.(*transport.AFPacket); ok {
-		o.mu.Lock()
-		o.all = append(o.all, x)
-		o.mu.Unlock()
-	}
-	return t, err
-}
-
-func (o *packets) last(t *testing.T) *transport.AFPacket {
-	t.Helper()
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if len(o.all) == 0 {
-		t.Fatal("no AF_PACKET transport was opened")
-	}
-	return o.all[len(o.all)-1]
-}
 
 // Datagrams really travel over AF_PACKET in the pkt modes and interoperate
 // with kernel UDP and AF_XDP: the server and the mirror name their
@@ -44,13 +17,7 @@ func TestAFPacketCarriesDatagrams(t *testing.T) {
 		p := netns.NewPair(t)
 		src := newSource(t, p.A, p.AAddr, 8192)
 		scfg, mcfg := transportConfigs(mode)
-		so, mo := &packets{}, &packets{}
-		if open := scfg.NewTransport; open != nil {
-			scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) { return so.keep(open(u)) }
-		}
-		if open := mcfg.NewTransport; open != nil {
-			mcfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) { return mo.keep(open(s)) }
-		}
+		so, mo := watch[*transport.AFPacket](&scfg, &mcfg)
 		srv := src.serve(scfg)
 		mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
 		mr.connected()

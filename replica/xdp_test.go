@@ -14,14 +14,14 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// opened remembers the AF_XDP transports a test's factories opened.
-type opened struct {
+// opened remembers the transports of type T a test's factories opened.
+type opened[T replica.Transport] struct {
 	mu  sync.Mutex
-	all []*transport.XDP
+	all []T
 }
 
-func (o *opened) keep(t replica.Transport, err error) (replica.Transport, error) {
-	if x, ok := t.(*transport.XDP); ok {
+func (o *opened[T]) keep(t replica.Transport, err error) (replica.Transport, error) {
+	if x, ok := t.(T); ok {
 		o.mu.Lock()
 		o.all = append(o.all, x)
 		o.mu.Unlock()
@@ -29,20 +29,20 @@ func (o *opened) keep(t replica.Transport, err error) (replica.Transport, error)
 	return t, err
 }
 
-func (o *opened) last(t *testing.T) *transport.XDP {
+func (o *opened[T]) last(t *testing.T) T {
 	t.Helper()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.all) == 0 {
-		t.Fatal("no AF_XDP transport was opened")
+		t.Fatalf("no %T transport was opened", *new(T))
 	}
 	return o.all[len(o.all)-1]
 }
 
-// watchXDP wraps the factories of the configs to remember the AF_XDP
-// transports they open.
-func watchXDP(scfg *replica.ServerConfig, mcfg *replica.MirrorConfig) (srv, mir *opened) {
-	srv, mir = &opened{}, &opened{}
+// watch wraps the factories of the configs to remember the transports of
+// type T they open.
+func watch[T replica.Transport](scfg *replica.ServerConfig, mcfg *replica.MirrorConfig) (srv, mir *opened[T]) {
+	srv, mir = &opened[T]{}, &opened[T]{}
 	if open := scfg.NewTransport; open != nil {
 		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) { return srv.keep(open(u)) }
 	}
@@ -61,7 +61,7 @@ func TestXDPCarriesDatagrams(t *testing.T) {
 		p := netns.NewPair(t)
 		src := newSource(t, p.A, p.AAddr, 8192)
 		scfg, mcfg := transportConfigs(mode)
-		so, mo := watchXDP(&scfg, &mcfg)
+		so, mo := watch[*transport.XDP](&scfg, &mcfg)
 		srv := src.serve(scfg)
 		mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
 		mr.connected()
@@ -110,7 +110,7 @@ func TestFaultMapLossRepaired(t *testing.T) {
 		p := netns.NewPair(t)
 		src := newSource(t, p.A, p.AAddr, 16384)
 		scfg, mcfg := transportConfigs(mode)
-		_, mo := watchXDP(&scfg, &mcfg)
+		_, mo := watch[*transport.XDP](&scfg, &mcfg)
 		srv := src.serve(scfg)
 		mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
 		mr.connected()
