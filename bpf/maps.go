@@ -102,25 +102,14 @@ func (p *Program) RemoveFlow(f Flow) error {
 
 // Flows returns the steered flows sorted by address, then port.
 func (p *Program) Flows() ([]Flow, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	m, err := p.maps("flows")
+	es, err := p.FlowEntries()
 	if err != nil {
 		return nil, err
 	}
-	var (
-		out []Flow
-		k   steerFlowKey
-		v   uint32
-	)
-	it := m.Flows.Iterate()
-	for it.Next(&k, &v) {
-		out = append(out, flowOf(k))
+	out := make([]Flow, len(es))
+	for i, e := range es {
+		out[i] = e.Flow
 	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("bpf: flows: %w", err)
-	}
-	slices.SortFunc(out, compareFlows)
 	return out, nil
 }
 
