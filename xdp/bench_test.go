@@ -83,16 +83,16 @@ func BenchmarkBlast(b *testing.B) {
 			return udpBlast(b, p, size, 0)
 		}},
 		{"transport", func(b *testing.B, p *netns.Pair, size int) (func() int, func() int, func()) {
-			return transportBlast(b, p, size, time.Millisecond)
+			return transportBlast(b, p, size, time.Millisecond, openXDP)
 		}},
 		{"transport-spin", func(b *testing.B, p *netns.Pair, size int) (func() int, func() int, func()) {
-			return transportBlast(b, p, size, 0)
+			return transportBlast(b, p, size, 0, openXDP)
 		}},
 		{"afpacket", func(b *testing.B, p *netns.Pair, size int) (func() int, func() int, func()) {
-			return packetBlast(b, p, size, time.Millisecond)
+			return transportBlast(b, p, size, time.Millisecond, openPacket)
 		}},
 		{"afpacket-spin", func(b *testing.B, p *netns.Pair, size int) (func() int, func() int, func()) {
-			return packetBlast(b, p, size, 0)
+			return transportBlast(b, p, size, 0, openPacket)
 		}},
 	}
 	for _, size := range blastSizes {
@@ -302,17 +302,37 @@ func udpBlast(b *testing.B, p *netns.Pair, size int, wait time.Duration) (func()
 	return sendBatches(b, tx, rx.LocalAddr(), size), recvBatches(b, rx, wait), func() { tx.Close(); rx.Close() }
 }
 
-// transportBlast is transport.XDP from A to B:blastPort; the receiver
-// waits up to wait.
-func transportBlast(b *testing.B, p *netns.Pair, size int, wait time.Duration) (func() int, func() int, func()) {
-	var tx, rx *transport.XDP
+// opener opens a replica transport on an interface of the calling
+// thread's namespace.
+type opener func(iface string, bind netip.AddrPort) (replica.Transport, error)
+
+func openXDP(iface string, bind netip.AddrPort) (replica.Transport, error) {
+	t, err := transport.NewXDP(transport.XDPConfig{Iface: iface, Bind: bind})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func openPacket(iface string, bind netip.AddrPort) (replica.Transport, error) {
+	t, err := transport.NewAFPacket(transport.AFPacketConfig{Iface: iface, Bind: bind})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// transportBlast sends through a transport open opens in A to one in B
+// on blastPort; the receiver waits up to wait.
+func transportBlast(b *testing.B, p *netns.Pair, size int, wait time.Duration, open opener) (func() int, func() int, func()) {
+	var tx, rx replica.Transport
 	err := p.A.Do(func() (err error) {
-		tx, err = transport.NewXDP(transport.XDPConfig{Iface: p.AIf, Bind: netip.AddrPortFrom(p.AAddr, 0)})
+		tx, err = open(p.AIf, netip.AddrPortFrom(p.AAddr, 0))
 		return err
 	})
 	if err == nil {
 		err = p.B.Do(func() (err error) {
-			rx, err = transport.NewXDP(transport.XDPConfig{Iface: p.BIf, Bind: netip.AddrPortFrom(p.BAddr, blastPort)})
+			rx, err = open(p.BIf, netip.AddrPortFrom(p.BAddr, blastPort))
 			return err
 		})
 	}
@@ -323,43 +343,23 @@ func transportBlast(b *testing.B, p *netns.Pair, size int, wait time.Duration) (
 		b.Fatal(err)
 	}
 	return sendBatches(b, tx, rx.LocalAddr(), size), recvBatches(b, rx, wait), func() {
-		if st, err := tx.Stats(); err == nil {
-			b.Logf("sender %+v", st)
-		}
-		if st, err := rx.Stats(); err == nil {
-			b.Logf("receiver %+v", st)
-		}
+		logStats(b, "sender", tx)
+		logStats(b, "receiver", rx)
 		tx.Close()
 		rx.Close()
 	}
 }
 
-// packetBlast is transport.AFPacket from A to B:blastPort; the receiver
-// waits up to wait.
-func packetBlast(b *testing.B, p *netns.Pair, size int, wait time.Duration) (func() int, func() int, func()) {
-	var tx, rx *transport.AFPacket
-	err := p.A.Do(func() (err error) {
-		tx, err = transport.NewAFPacket(transport.AFPacketConfig{Iface: p.AIf, Bind: netip.AddrPortFrom(p.AAddr, 0)})
-		return err
-	})
-	if err == nil {
-		err = p.B.Do(func() (err error) {
-			rx, err = transport.NewAFPacket(transport.AFPacketConfig{Iface: p.BIf, Bind: netip.AddrPortFrom(p.BAddr, blastPort)})
-			return err
-		})
-	}
-	if err != nil {
-		if tx != nil {
-			tx.Close()
+func logStats(b *testing.B, who string, t replica.Transport) {
+	switch t := t.(type) {
+	case *transport.XDP:
+		if st, err := t.Stats(); err == nil {
+			b.Logf("%s %+v", who, st)
 		}
-		b.Fatal(err)
-	}
-	return sendBatches(b, tx, rx.LocalAddr(), size), recvBatches(b, rx, wait), func() {
-		if st, err := rx.Stats(); err == nil {
-			b.Logf("receiver %+v", st)
+	case *transport.AFPacket:
+		if st, err := t.Stats(); err == nil {
+			b.Logf("%s %+v", who, st)
 		}
-		tx.Close()
-		rx.Close()
 	}
 }
 
