@@ -8,9 +8,6 @@ import (
 	"context"
 	"flag"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/ringfire/ringfire/internal/cli"
 )
@@ -34,12 +31,7 @@ var program = &cli.Program{Name: "ringfire", Synopsis: "COMMAND PATH [flags]",
 
 func init() { program.Commands = commands }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(exitCode(err, os.Stderr))
-}
+func main() { program.Main() }
 
 // exitCode reports err on stderr and maps it to the exit status: 0 for
 // success (or a help request), 2 for usage errors, 1 otherwise.

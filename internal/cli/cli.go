@@ -9,7 +9,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 )
 
 // Command is one subcommand: its name, a one-line summary for the
@@ -27,6 +30,15 @@ type Program struct {
 	Synopsis string // after the name in the top-level usage line
 	Footer   string // printed after the list of commands
 	Commands []Command
+}
+
+// Main runs the program with the process's arguments, stopping it on
+// SIGINT or SIGTERM, and exits with ExitCode's status.
+func (p *Program) Main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := p.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(p.ExitCode(err, os.Stderr))
 }
 
 // Run dispatches args (without the program name) to a subcommand.
