@@ -97,7 +97,7 @@ func buildTests(ctx context.Context, root, work string, o options) ([]testPkg, e
 	}
 	for _, tp := range pkgs {
 		logf("vmtest: go test -c ./%s", tp.guest.ImportPath)
-		if err := goBuild(ctx, root, "test", "-c", "-o", tp.binary, "-ldflags=-w", "./"+tp.guest.ImportPath); err != nil {
+		if err := goBuild(ctx, root, "test", "-c", "-tags", "vmtest", "-o", tp.binary, "-ldflags=-w", "./"+tp.guest.ImportPath); err != nil {
 			return nil, err
 		}
 	}
