@@ -5,7 +5,7 @@ BIN      := bin
 FUZZTIME ?= 10s
 DEMO_SECONDS ?= 10
 
-.PHONY: all build demo test check unit fuzz bench clean
+.PHONY: all build demo test check unit fuzz bench clean deps-demo deps-test deps-vmtest
 
 all: build
 
@@ -17,13 +17,18 @@ build:
 # one network namespace to a mirror in another (falling back to kernel UDP
 # with the reason logged), where tail validates every record and top prints
 # the rates (about ten seconds; needs root). DEMO_XDP= uses kernel UDP.
-demo: build
+demo: deps-demo build
 	BIN=$(BIN)/ringfire DEMO_SECONDS=$(DEMO_SECONDS) scripts/demo.sh
 
 # The whole test suite: formatting, vet, race-enabled tests, short fuzz runs.
 test: check unit fuzz
 
-check: check-generate
+# The Debian packages each target needs, installed when missing (as root;
+# otherwise one line names them). scripts/deps.sh holds the only list.
+deps-demo deps-test deps-vmtest:
+	scripts/deps.sh $(@:deps-%=%)
+
+check: deps-test check-generate
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -31,16 +36,16 @@ check: check-generate
 # Regenerate the XDP program's bpf2go output (bpf/steer_bpfel.{go,o}) from
 # bpf/steer.c; check-generate fails if the committed output is stale.
 .PHONY: generate check-generate
-generate:
+generate: deps-test
 	$(GO) generate ./bpf
 
 check-generate: generate
 	git diff --exit-code -- 'bpf/*_bpfel.go' 'bpf/*_bpfel.o'
 
-unit:
+unit: deps-test
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-fuzz:
+fuzz: deps-test
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # Every transport side by side in two namespaces (root): tables on the
@@ -61,5 +66,5 @@ clean:
 VMTEST_PKGS  ?= ./shm ./replica ./xdp ./bpf ./internal/transport ./afpacket ./test/vmtest
 VMTEST_FLAGS ?=
 .PHONY: vmtest
-vmtest:
+vmtest: deps-vmtest
 	$(GO) run ./test/vmtest/cmd/vmtest -pkgs "$(VMTEST_PKGS)" $(VMTEST_FLAGS)
