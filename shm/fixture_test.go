@@ -1,8 +1,7 @@
 package shm
 
 // TestForeignFixtureRing attaches the library to a ring written by the
-// reference implementation's Python producer (shared/fixtures, see its
-// README.md) and checks everything the README states about it.
+// reference implementation's Python producer (testdata, see its README.md) and checks everything the README states about it.
 
 import (
 	"bytes"

@@ -119,10 +119,10 @@ func fzSeedRings(tb testing.TB) []fzSeed {
 	// Spec-built ring (no library code) with a slot being written.
 	seeds = append(seeds, fzSeed{"spec-8x56-writing", specRing{capacity: 8, payload: 56, flags: 0x11, writeSeq: 13,
 		slots: map[uint64]uint64{0: 8, 1: 9, 2: 10, 3: 11, 4: 12, 5: 13, 6: math.MaxUint64, 7: 7}}.bytes()})
-	// The reference implementation's own ring, when the fixture is there.
-	if b, err := os.ReadFile(filepath.Join(fixtureDir(), fxRingName)); err == nil {
-		seeds = append(seeds, fzSeed{"python-fixture", b})
-	}
+	// The reference implementation's own ring.
+	b, err := os.ReadFile(filepath.Join(fixtureDir, fxRingName))
+	must(err)
+	seeds = append(seeds, fzSeed{"python-fixture", b})
 	return seeds
 }
 

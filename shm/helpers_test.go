@@ -184,20 +184,16 @@ func pokeFile(path string, off int64, b []byte) error {
 	return err
 }
 
-// fixtureDir is shared/fixtures relative to the package directory (go test
-// runs in shm/; the repository sits beside shared/): files written by the
-// reference implementation's Python producer, described in its README.md.
-func fixtureDir() string { return filepath.Join("..", "..", "shared", "fixtures") }
+// fixtureDir holds files written by the reference implementation's Python
+// producer, described in its README.md (go test runs in shm/).
+const fixtureDir = "testdata"
 
 // fixtureCopy copies the read-only fixture name into a temp dir so that the
 // test can map it read-write, and returns the copy's path and the fixture's
-// bytes. It skips (with the reason) only when the fixtures are missing.
+// bytes. A missing fixture fails the test: they are part of the repository.
 func fixtureCopy(tb testing.TB, name string) (string, []byte) {
 	tb.Helper()
-	if _, err := os.Stat(fixtureDir()); err != nil {
-		tb.Skipf("foreign fixtures directory %s (relative to the package dir) missing: %v; skipping", fixtureDir(), err)
-	}
-	b, err := os.ReadFile(filepath.Join(fixtureDir(), name))
+	b, err := os.ReadFile(filepath.Join(fixtureDir, name))
 	if err != nil {
 		tb.Fatal(err)
 	}
