@@ -65,7 +65,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, MAX_FLOWS);
 	__type(key, struct flow_key);
-	__type(value, __u32); // reserved flags, 0
+	__type(value, __u32); // owner pid (0: the Program that loaded it); ignored here
 } flows SEC(".maps");
 
 struct {
