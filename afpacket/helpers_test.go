@@ -8,6 +8,7 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,6 +128,26 @@ func (r *rig) receive(t testing.TB, n int) []uint32 {
 }
 
 // expectNone checks that nothing reaches the ring within d.
+// statsUntil polls the socket's statistics until done holds for them, and
+// fails the test if it does not within wait.
+func (r *rig) statsUntil(t testing.TB, done func(afpacket.Stats) bool) afpacket.Stats {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := r.sock.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if done(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stats %+v: condition not met within %v", st, wait)
+		}
+		runtime.Gosched()
+	}
+}
+
 func (r *rig) expectNone(t testing.TB, d time.Duration) {
 	t.Helper()
 	frames := make([][]byte, 8)

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 type mpReaderSpec struct {
@@ -60,7 +62,7 @@ var mpCounter atomic.Uint64
 func mpRun(t *testing.T, cfg mpConfig) (mpProducerResult, []mpReaderResult) {
 	t.Helper()
 	if st, err := os.Stat("/dev/shm"); err != nil || !st.IsDir() {
-		t.Skipf("no /dev/shm on this machine (%v)", err)
+		testenv.Skipf(t, "no /dev/shm on this machine (%v)", err)
 	}
 	args := reexecArgs(t, cfg.wallClock+10*time.Second)
 	ring := fmt.Sprintf("/dev/shm/ringfire-mptest-%d-%d-%d", os.Getpid(), mpCounter.Add(1), time.Now().UnixNano())

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ringfire/ringfire/internal/testenv"
+
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -144,7 +146,7 @@ func deadPID(t *testing.T) uint32 {
 	t.Helper()
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
-		t.Skipf("cannot run true: %v", err)
+		testenv.Skipf(t, "cannot run true: %v", err)
 	}
 	return uint32(cmd.Process.Pid)
 }

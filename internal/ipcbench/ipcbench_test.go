@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 const testRounds = 500
@@ -218,7 +220,7 @@ func TestPingPongChild(t *testing.T) {
 func TestStartChildStopKills(t *testing.T) {
 	child, err := StartChild([]string{"sleep", "30"}, nil, nil)
 	if err != nil {
-		t.Skip("no sleep command:", err)
+		testenv.Skipf(t, "no sleep command: %v", err)
 	}
 	start := time.Now()
 	if err := child.Stop(10 * time.Millisecond); err == nil {

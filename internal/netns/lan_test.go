@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/testenv"
+
 	"golang.org/x/net/ipv4"
 )
 
@@ -113,7 +115,7 @@ func TestSetTxChecksum(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "ethtool is missing") {
 			t.Fatalf("without ethtool: err = %v", err)
 		}
-		t.Skipf("ethtool not installed: %v", err)
+		testenv.Skipf(t, "ethtool not installed: %v", err)
 	}
 	if err != nil {
 		t.Fatal(err)

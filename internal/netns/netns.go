@@ -46,6 +46,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 const (
@@ -83,19 +85,20 @@ var (
 )
 
 // Require skips the test unless it runs as root, `ip` is installed and a
-// network namespace can be created; it fails the test if creating the probe
-// namespace fails for any other reason.
+// network namespace can be created (under CI, where all of these hold on
+// the target machine, it fails instead: internal/testenv); it fails the
+// test if creating the probe namespace fails for any other reason.
 func Require(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Skipf("netns: skipping, needs root (euid %d)", os.Geteuid())
+		testenv.Skipf(t, "netns: skipping, needs root (euid %d)", os.Geteuid())
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skipf("netns: skipping, iproute2 `ip` not found: %v", err)
+		testenv.Skipf(t, "netns: skipping, iproute2 `ip` not found: %v", err)
 	}
 	probeOnce.Do(probe)
 	if skipMsg != "" {
-		t.Skip(skipMsg)
+		testenv.Skipf(t, "%s", skipMsg)
 	}
 	if probeErr != nil {
 		t.Fatal(probeErr)

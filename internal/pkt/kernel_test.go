@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/testenv"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/netns"
@@ -108,7 +110,7 @@ func TestKernelFrame(t *testing.T) {
 	t.Parallel()
 	p := netns.NewPair(t)
 	if err := p.A.SetTxChecksum(p.AIf, false); err != nil {
-		t.Skip(err)
+		testenv.Skipf(t, "%v", err)
 	}
 	for _, n := range []int{0, 1, 21, 1472} {
 		payload := []byte(fmt.Sprintf("%0*d", n, n))[:n]
@@ -137,7 +139,7 @@ func TestKernelPartialChecksum(t *testing.T) {
 	t.Parallel()
 	p := netns.NewPair(t)
 	if err := p.A.SetTxChecksum(p.AIf, true); err != nil {
-		t.Skip(err)
+		testenv.Skipf(t, "%v", err)
 	}
 	payload := []byte("checksum partial from veth")
 	f := captureKernelUDP(t, p, payload)

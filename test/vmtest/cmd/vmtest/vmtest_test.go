@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 // readCPIO parses a newc archive into name → (mode, data).
@@ -119,7 +121,7 @@ func TestABIOrder(t *testing.T) {
 // The libraries of a dynamically linked tool include the loader.
 func TestSharedLibs(t *testing.T) {
 	if _, err := exec.LookPath("ldd"); err != nil {
-		t.Skip("no ldd")
+		testenv.Skipf(t, "no ldd")
 	}
 	libs, err := sharedLibs("/bin/sh")
 	if err != nil {
