@@ -12,6 +12,7 @@ all: build
 build:
 	$(GO) build -o $(BIN)/ringfire ./cmd/ringfire
 	$(GO) build -o $(BIN)/xdpctl ./cmd/xdpctl
+	$(GO) build -o $(BIN)/ringfire-bench ./cmd/ringfire-bench
 
 # A synthetic producer writes a ring; serve multicasts it over AF_XDP from
 # one network namespace to a mirror in another (falling back to kernel UDP
@@ -53,7 +54,7 @@ fuzz: deps-test
 # docs/benchmarks.md and README.md). Then the ring's own microbenchmarks.
 BENCH_FLAGS ?=
 bench: build
-	$(BIN)/ringfire bench --out docs/bench $(BENCH_FLAGS)
+	$(BIN)/ringfire-bench --out docs/bench $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./shm
 
 clean:

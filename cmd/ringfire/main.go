@@ -1,7 +1,8 @@
 // Command ringfire inspects, monitors, exercises and replicates ringfire
 // shared-memory rings: stat, top, dump and prune look at a ring any producer
 // wrote; gen and tail are a synthetic producer and a validating reader for
-// tests and benchmarks; serve and mirror copy a ring to other hosts.
+// tests and benchmarks; serve and mirror copy a ring to other hosts. The
+// benchmark harness is a command of its own, ringfire-bench.
 package main
 
 import (
@@ -23,7 +24,6 @@ var commands = []cli.Command{
 	{Name: "serve", Summary: "serve a ring to mirrors over TCP, UDP multicast or UDP unicast", Run: runServe},
 	{Name: "mirror", Summary: "keep a local copy of a served ring, same sequence numbers", Run: runMirror},
 	{Name: "mirrors", Summary: "print the mirrors of a serve --metrics ADDR: applied, lag, NAKs, gaps", Run: runMirrors},
-	{Name: "bench", Summary: "measure every transport side by side in two namespaces (root)", Run: runBench},
 }
 
 var program = &cli.Program{Name: "ringfire", Synopsis: "COMMAND PATH [flags]",

@@ -76,7 +76,6 @@ func TestSubcommandHelp(t *testing.T) {
 	}
 	synopsis := map[string]string{"mirror": "SOURCE PATH"}
 	synopsis["mirrors"], flags["mirrors"] = "ADDR", []string{"--json", "--timeout"}
-	synopsis["bench"], flags["bench"] = "[flags]", []string{"--transports", "--sections", "--rates", "--fanout", "--out", "--json", "--quick"}
 	for _, c := range commands {
 		for _, h := range []string{"--help", "-h"} {
 			_, stderr, err := runCmd(t, c.Name, h)

@@ -43,7 +43,7 @@ func (r *Report) WriteMarkdown(w io.Writer, svgDir string) error {
 
 // heading names the run by date and CPU.
 func (r *Report) heading() string {
-	h := "ringfire bench"
+	h := "ringfire-bench"
 	if !r.Started.IsZero() {
 		h += " " + r.Started.Format("2006-01-02")
 	}

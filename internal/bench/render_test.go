@@ -140,7 +140,7 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"## ringfire bench 2026-03-14, AMD EPYC 7763 64-Core Processor",
+		"## ringfire-bench 2026-03-14, AMD EPYC 7763 64-Core Processor",
 		"- **cpu**: AMD EPYC 7763", "```sh\nringfire bench --duration 5s",
 		"](img/bench/latency.svg)", "](img/bench/throughput.svg)",
 		"| transport | samples | avg |", "| --- | ---: |",

@@ -2,7 +2,7 @@ package bench
 
 import "time"
 
-// Report is everything one `ringfire bench` run measured, on one machine,
+// Report is everything one `ringfire-bench` run measured, on one machine,
 // in one run: the figures are meant to be compared with each other.
 type Report struct {
 	Machine  Machine    `json:"machine"`

@@ -21,7 +21,7 @@ import (
 type Command struct {
 	Name    string
 	Summary string
-	Run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+	Run     RunFunc
 }
 
 // Program is a command with subcommands.
@@ -32,13 +32,20 @@ type Program struct {
 	Commands []Command
 }
 
+// RunFunc runs a command with its arguments (after its name).
+type RunFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
 // Main runs the program with the process's arguments, stopping it on
 // SIGINT or SIGTERM, and exits with ExitCode's status.
-func (p *Program) Main() {
+func (p *Program) Main() { Main(p.Name, p.Run) }
+
+// Main runs a command without subcommands, named name, as Program.Main
+// runs a program with them.
+func Main(name string, run RunFunc) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := p.Run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	os.Exit(p.ExitCode(err, os.Stderr))
+	os.Exit(ExitCode(name, err, os.Stderr))
 }
 
 // Run dispatches args (without the program name) to a subcommand.
@@ -78,11 +85,14 @@ func (p *Program) PrintUsage(w io.Writer) {
 
 // ExitCode reports err on stderr and maps it to the exit status: 0 for
 // success (or a help request), 2 for usage errors, 1 otherwise.
-func (p *Program) ExitCode(err error, stderr io.Writer) int {
+func (p *Program) ExitCode(err error, stderr io.Writer) int { return ExitCode(p.Name, err, stderr) }
+
+// ExitCode is Program.ExitCode for the command name.
+func ExitCode(name string, err error, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", p.Name, err)
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
 	var ue *UsageError
 	if errors.As(err, &ue) {
 		return 2
@@ -101,13 +111,15 @@ func Usagef(format string, args ...any) error {
 	return &UsageError{fmt.Errorf(format, args...)}
 }
 
-// NewFlagSet makes the flag set of program prog's subcommand name. Its
-// help prints the synopsis, the description and the flags in GNU style.
+// NewFlagSet makes the flag set of program prog's subcommand name (""
+// for a command without subcommands). Its help prints the synopsis, the
+// description and the flags in GNU style.
 func NewFlagSet(prog, name, synopsis, description string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	cmd := strings.TrimSpace(prog + " " + name)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: %s %s %s\n\n%s\n", prog, name, synopsis, description)
+		fmt.Fprintf(stderr, "usage: %s %s\n\n%s\n", cmd, synopsis, description)
 		printFlags(fs, stderr)
 	}
 	return fs

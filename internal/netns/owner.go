@@ -8,7 +8,7 @@ import (
 	"sync"
 )
 
-// Owner owns namespaces created outside tests (ringfire bench): Close
+// Owner owns namespaces created outside tests (ringfire-bench): Close
 // deletes them. The zero Owner is ready to use.
 type Owner struct {
 	mu   sync.Mutex

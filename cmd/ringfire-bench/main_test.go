@@ -8,12 +8,14 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/cli"
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
@@ -26,7 +28,7 @@ func TestBenchSmoke(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var so, se bytes.Buffer
-	err := run(ctx, []string{"bench", "--quick", "--transports", "udp-unicast,xdp-unicast",
+	err := run(ctx, []string{"--quick", "--transports", "udp-unicast,xdp-unicast",
 		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms", "--out", out}, &so, &se)
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, &se)
@@ -89,14 +91,49 @@ func TestBenchFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"bench", "--transports", "pigeon"}, "--transports"},
-		{[]string{"bench", "--sections", "all"}, "--sections"},
-		{[]string{"bench", "--rates", "1,x"}, "--rates"},
-		{[]string{"bench", "--record", "8"}, "--record"},
+		{[]string{"--transports", "pigeon"}, "--transports"},
+		{[]string{"--sections", "all"}, "--sections"},
+		{[]string{"--rates", "1,x"}, "--rates"},
+		{[]string{"--record", "8"}, "--record"},
+		{[]string{"--fanout", "0"}, "--fanout"},
+		{[]string{"extra"}, "unexpected argument"},
 	} {
-		_, _, err := runCmd(t, c.args...)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%v: %v, want it to mention %q", c.args, err, c.want)
+		var so, se bytes.Buffer
+		err := run(context.Background(), c.args, &so, &se)
+		var ue *cli.UsageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want a usage error that mentions %q", c.args, err, c.want)
+		}
+	}
+}
+
+func wantContains(t *testing.T, what, got string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(got, w) {
+			t.Errorf("%s does not contain %q:\n%s", what, w, got)
+		}
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var so, se bytes.Buffer
+	if err := run(context.Background(), []string{"--help"}, &so, &se); err != nil {
+		t.Fatal(err)
+	}
+	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
+		"--fanout", "--out", "--json", "--quick")
+}
+
+// The product binary links neither the harness nor package testing.
+func TestRingfireLinksNoTesting(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "../ringfire").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/ringfire: %v", err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "testing" || strings.HasSuffix(p, "/internal/bench") || strings.HasSuffix(p, "/internal/netns") {
+			t.Errorf("cmd/ringfire depends on %s", p)
 		}
 	}
 }

@@ -1,3 +1,7 @@
+// Command ringfire-bench measures every ringfire datagram transport side by
+// side in two network namespaces it creates (root is needed). It is a
+// command of its own so that the ringfire binary links neither the
+// harness nor package testing (which internal/netns needs).
 package main
 
 import (
@@ -12,7 +16,14 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/cli"
 )
+
+const name = "ringfire-bench"
+
+func main() { cli.Main(name, run) }
+
+func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
 const benchHelp = `Bench measures every datagram path side by side, in one run, between two
 network namespaces on one veth pair that it creates and removes (root is
@@ -33,8 +44,9 @@ type benchFlags struct {
 	json, quick                         bool
 }
 
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("bench", "[flags]", benchHelp, stderr)
+// run is the command with its arguments (after the program name).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := cli.NewFlagSet(name, "", "[flags]", benchHelp, stderr)
 	var f benchFlags
 	fs.StringVar(&f.transports, "transports", strings.Join(bench.Transports, ","), "comma-separated `list` of transports")
 	fs.StringVar(&f.sections, "sections", strings.Join(bench.Sections, ","), "comma-separated `list` of sections")
@@ -47,8 +59,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.out, "out", "", "write bench.json, bench.md and the SVG charts into `dir`")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")
-	if _, err := parseArgs(fs, args); err != nil {
-		return helpOr(err)
+	if _, err := cli.ParseArgs(name, fs, args, 0); err != nil {
+		return cli.HelpOr(err)
 	}
 	cfg, err := f.config(stderr)
 	if err != nil {
@@ -58,7 +70,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if rep == nil {
 		return err
 	}
-	rep.Command = "ringfire bench " + strings.Join(args, " ")
+	rep.Command = strings.TrimSpace(name + " " + strings.Join(args, " "))
 	if werr := writeBench(rep, f, stdout); werr != nil {
 		return werr
 	}
