@@ -27,7 +27,7 @@ test: check unit fuzz
 # The Debian packages each target needs, installed when missing (as root;
 # otherwise one line names them). scripts/deps.sh holds the only list.
 deps-demo deps-test deps-vmtest:
-	scripts/deps.sh $(@:deps-%=%)
+	@scripts/deps.sh $(@:deps-%=%)
 
 check: deps-test check-generate
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
