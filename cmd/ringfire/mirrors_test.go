@@ -183,7 +183,8 @@ func TestServeMetricsFlag(t *testing.T) {
 	mustRun(t, "gen", src, "--count", "2000", "--size", "56", "--capacity", "4096")
 	bind, metrics := p.AAddr.String()+":7400", p.AAddr.String()+":9464"
 	sdone, _, serr := runIn(p.A, "serve", src, "--bind", bind, "--metrics", metrics, "--duration", "3s")
-	time.Sleep(200 * time.Millisecond)
+	waitListening(t, p.A, bind)
+	waitListening(t, p.A, metrics)
 	mdone, _, merr := runIn(p.B, "mirror", bind, dst, "--from", "oldest", "--tcp", "--duration", "2s")
 	get := func(path string) string {
 		var body []byte

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +23,30 @@ func runIn(ns *netns.NS, args ...string) (done <-chan struct{}, out *bytes.Buffe
 		err = run(ctx, args, out, &stderr)
 	})
 	return done, out, &err
+}
+
+// waitListening waits until a TCP socket in ns listens on addr's port
+// (as ss sees it), so that what connects next finds it; bounded in time.
+func waitListening(t *testing.T, ns *netns.NS, addr string) {
+	t.Helper()
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := ns.Exec("ss", "-Hltn", "sport = :"+port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(out) != "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s in %s after 10s", addr, ns.Name)
+		}
+		time.Sleep(5 * time.Millisecond) // poll interval
+	}
 }
 
 func waitDone(t *testing.T, done <-chan struct{}, what string) {
@@ -53,7 +78,7 @@ func TestServeMirrorCommands(t *testing.T) {
 			mustRun(t, "gen", src, "--count", "20000", "--size", "56", "--capacity", "65536")
 			bind := p.AAddr.String() + ":7400"
 			sdone, sout, serr := runIn(p.A, append([]string{"serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "3s"}, tc.serve...)...)
-			time.Sleep(200 * time.Millisecond)
+			waitListening(t, p.A, bind)
 			mdone, mout, merr := runIn(p.B, append([]string{"mirror", bind, dst, "--from", "oldest", "--iface", p.BAddr.String(), "--duration", "2s"}, tc.mirr...)...)
 			waitDone(t, mdone, "mirror")
 			waitDone(t, sdone, "serve")

@@ -45,7 +45,7 @@ func replicate(t *testing.T, p *netns.Pair, serve, mirror []string) (srv, mir *r
 	mustRun(t, "gen", src, "--count", "20000", "--size", "56", "--capacity", "65536")
 	bind := p.AAddr.String() + ":7400"
 	srv = start(p.A, append([]string{"serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "3s"}, serve...)...)
-	time.Sleep(300 * time.Millisecond)
+	waitListening(t, p.A, bind)
 	mir = start(p.B, append([]string{"mirror", bind, dst, "--from", "oldest", "--iface", p.BAddr.String(), "--duration", "2s"}, mirror...)...)
 	mir.wait(t, "mirror")
 	srv.wait(t, "serve")
