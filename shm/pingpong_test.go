@@ -42,7 +42,7 @@ const (
 // ppConfig is what the parent hands the echo child, as JSON in ppEnv.
 type ppConfig struct {
 	Kind   string        `json:"kind"`   // "ring", or an ipcbench.Transport
-	Wait   string        `json:"wait"`   // ring: "spin" or "futex"
+	Wait   string        `json:"wait"`   // ring: "spin", "futex" or "sched-yield"
 	A      string        `json:"a"`      // ring: parent → child ring (the child consumes it)
 	B      string        `json:"b"`      // ring: child → parent ring (the child creates it)
 	Addr   string        `json:"addr"`   // tcp: the parent's listener
@@ -214,6 +214,10 @@ func BenchmarkPingPongSpin(b *testing.B) { benchRingPingPong(b, "spin") }
 // BenchmarkPingPongFutex: the same with FutexWait(32) on both sides.
 func BenchmarkPingPongFutex(b *testing.B) { benchRingPingPong(b, "futex") }
 
+// BenchmarkPingPongSchedYield: the same with SpinSchedYield(32) on both
+// sides, unpinned: each yields its CPU to the other between polls.
+func BenchmarkPingPongSchedYield(b *testing.B) { benchRingPingPong(b, "sched-yield") }
+
 // ppTransport is the parent side of a kernel-transport ping-pong.
 type ppTransport struct {
 	c     *ipcbench.Client
@@ -274,7 +278,7 @@ func BenchmarkPingPongTCP(b *testing.B) { benchTransportPingPong(b, ipcbench.TCP
 // and that a round trip allocates nothing.
 func TestPingPongRoundTrips(t *testing.T) {
 	const rounds = 300
-	for _, wait := range []string{"spin", "futex"} {
+	for _, wait := range []string{"spin", "futex", "sched-yield"} {
 		t.Run("ring-"+wait, func(t *testing.T) {
 			r := ppStartRing(t, wait)
 			if ppPinned(wait) {

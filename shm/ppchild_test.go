@@ -23,6 +23,8 @@ func ppWait(name string) (WaitStrategy, error) {
 		return BusySpin(), nil
 	case "futex":
 		return FutexWait(32), nil
+	case "sched-yield":
+		return SpinSchedYield(32), nil
 	}
 	return WaitStrategy{}, fmt.Errorf("unknown wait mode %q", name)
 }

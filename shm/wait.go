@@ -18,6 +18,7 @@ const (
 	waitSpin waitKind = iota
 	waitYield
 	waitFutex
+	waitOSYield
 )
 
 // DefaultMaxSleep bounds one futex sleep, so a lost wake-up costs at most
@@ -27,8 +28,18 @@ const DefaultMaxSleep = 10 * time.Millisecond
 // BusySpin polls continuously, burning a core while idle; lowest latency.
 func BusySpin() WaitStrategy { return WaitStrategy{kind: waitSpin} }
 
-// SpinYield polls spins times, then yields the processor between polls.
+// SpinYield polls spins times, then yields the processor between polls
+// to other goroutines (runtime.Gosched): cheap, but the OS thread keeps
+// its CPU, so a producer in another process that shares the CPU waits for
+// the scheduler's time slice.
 func SpinYield(spins int) WaitStrategy { return WaitStrategy{kind: waitYield, spins: spins} }
+
+// SpinSchedYield polls spins times, then calls the sched_yield system
+// call between polls: the thread gives its CPU to any other runnable
+// thread, of this process or another. It keeps latency low when busy
+// threads outnumber cores (a producer and its readers on one CPU), at the
+// price of a system call per poll while idle.
+func SpinSchedYield(spins int) WaitStrategy { return WaitStrategy{kind: waitOSYield, spins: spins} }
 
 // FutexWait polls spins times, then sleeps on the header's futex word until
 // the producer publishes (each sleep bounded by DefaultMaxSleep). The
@@ -43,8 +54,12 @@ func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
 	if i < s.spins || s.kind == waitSpin {
 		return
 	}
-	if s.kind == waitYield {
+	switch s.kind {
+	case waitYield:
 		runtime.Gosched()
+		return
+	case waitOSYield:
+		schedYield()
 		return
 	}
 	d := s.maxSleep
