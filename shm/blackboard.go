@@ -82,6 +82,8 @@ type BlackboardOptions struct {
 	// blackboard of the requested geometry (value size and slot count).
 	// Without it such a file is left alone and ErrGeometry is returned.
 	Replace bool
+	// MaxSize limits the file's size as CreateOptions.MaxSize does.
+	MaxSize int64
 }
 
 // bbView is the part shared by the writer and reader handles.
@@ -152,7 +154,7 @@ func CreateBlackboard[T any](path string, slots int, opts BlackboardOptions) (*B
 		}
 		return bbSameGeometry(f, path, valueSize, uint64(slots))
 	}
-	f, m, err := createLocked(path, int64(size), inspect)
+	f, m, err := createLocked(path, int64(size), opts.MaxSize, inspect)
 	if err != nil {
 		return nil, err
 	}

@@ -106,6 +106,7 @@ type BlobOptions struct {
 	ArenaSize uint64 // arena bytes, a power of two
 	SchemaSig uint64
 	Replace   bool
+	MaxSize   int64 // size limit of the file (CreateOptions.MaxSize)
 }
 
 // BlobProducer writes variable-length blobs with fixed metadata M.
@@ -124,7 +125,7 @@ func NewBlobProducer[M any](path string, opts BlobOptions) (*BlobProducer[M], er
 	if opts.ArenaSize == 0 {
 		return nil, fmt.Errorf("create blob ring %s: %w: arena size 0", path, ErrInvalid)
 	}
-	w, err := Create(path, cfg, CreateOptions{Replace: opts.Replace})
+	w, err := Create(path, cfg, CreateOptions{Replace: opts.Replace, MaxSize: opts.MaxSize})
 	if err != nil {
 		return nil, err
 	}

@@ -69,14 +69,17 @@ func createCheckpoint(path, name string) (*checkpoint, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("offset file %s: %w", path, err)
 	}
-	if err := f.Truncate(CheckpointSize); err != nil {
+	fail := func(err error) (*checkpoint, uint64, error) {
 		f.Close()
+		os.Remove(path) // a half-made file would refuse the next open
 		return nil, 0, fmt.Errorf("offset file %s: %w", path, err)
+	}
+	if err := allocate(f, CheckpointSize); err != nil {
+		return fail(err)
 	}
 	m, err := mapFile(f, CheckpointSize, true, false)
 	if err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("offset file %s: %w", path, err)
+		return fail(err)
 	}
 	m.u32(ckVersion).Store(CheckpointVersion)
 	m.u32(ckPID).Store(uint32(os.Getpid()))

@@ -45,6 +45,17 @@ var (
 	ErrStalledWriter = errors.New("shm: writer stalled mid-write")
 	// ErrTimeout is returned by blocking receives whose deadline passed.
 	ErrTimeout = errors.New("shm: timed out")
+	// ErrNotRegular is returned for a path that holds something other than
+	// a regular file (a FIFO, a device, a directory, a socket): it is
+	// refused without blocking.
+	ErrNotRegular = errors.New("shm: not a regular file")
+	// ErrNoSpace is returned when the filesystem cannot hold a new ring or
+	// blackboard: refused (or its space reserved) before it is mapped, so a
+	// full filesystem never becomes a SIGBUS on first write.
+	ErrNoSpace = errors.New("shm: no space left for the file")
+	// ErrTooLarge is returned when a new file would exceed the size limit
+	// (CreateOptions.MaxSize, DefaultMaxSize).
+	ErrTooLarge = errors.New("shm: file larger than the size limit")
 )
 
 // FieldError reports the header field or region that failed validation.

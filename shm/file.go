@@ -16,7 +16,7 @@ func openMapped(path string, writable bool, minSize int64) (*os.File, *mapping, 
 	if writable {
 		flag = os.O_RDWR
 	}
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := openRegular(path, flag)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -50,39 +50,49 @@ const (
 )
 
 // lockExisting checks the file at path. A file whose flock another process
-// holds belongs to a live producer: ErrLocked. Otherwise it reports whether
-// a stale file is there; inspect (if not nil) is called on the stale file
-// so the caller can compare geometries before replacing it.
-func lockExisting(path string, inspect func(f *os.File) error) (existing, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY, 0)
+// holds belongs to a live producer: ErrLocked; anything but a regular file
+// is ErrNotRegular. Otherwise it reports whether a stale file is there, and
+// its size; inspect (if not nil) is called on the stale file so the caller
+// can compare geometries before replacing it.
+func lockExisting(path string, inspect func(f *os.File) error) (existing, int64, error) {
+	f, err := openRegular(path, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
-		return existingNone, nil
+		return existingNone, 0, nil
 	}
 	if err != nil {
-		return existingNone, err
+		return existingNone, 0, err
 	}
 	defer f.Close()
+	var size int64
+	if st, err := f.Stat(); err == nil {
+		size = st.Size()
+	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			return existingStale, fmt.Errorf("%w: %s (flock held)", ErrLocked, path)
+			return existingStale, 0, fmt.Errorf("%w: %s (flock held)", ErrLocked, path)
 		}
-		return existingStale, os.NewSyscallError("flock", err)
+		return existingStale, 0, os.NewSyscallError("flock", err)
 	}
 	if inspect != nil {
 		if err := inspect(f); err != nil {
-			return existingStale, err
+			return existingStale, 0, err
 		}
 	}
-	return existingStale, nil
+	return existingStale, size, nil
 }
 
 // createLocked makes a fresh inode at path (unlinking a stale file first, so
 // that old mappings never see the new bytes), takes an exclusive flock held
-// for the producer's lifetime, sizes it and maps it read-write. The caller
-// fills the header and stores the magic last.
-func createLocked(path string, size int64, inspect func(f *os.File) error) (*os.File, *mapping, error) {
-	ex, err := lockExisting(path, inspect)
+// for the producer's lifetime, allocates its storage and maps it
+// read-write. A size above maxSize (see checkSize) or beyond the free space
+// is refused before anything changes. The caller fills the header and
+// stores the magic last.
+func createLocked(path string, size, maxSize int64, inspect func(f *os.File) error) (*os.File, *mapping, error) {
+	ex, stale, err := lockExisting(path, inspect)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := checkSize(path, size, maxSize, stale); err != nil {
 		return nil, nil, err
 	}
 	if ex == existingStale {
@@ -102,7 +112,7 @@ func createLocked(path string, size int64, inspect func(f *os.File) error) (*os.
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return fail(os.NewSyscallError("flock", err))
 	}
-	if err := f.Truncate(size); err != nil {
+	if err := allocate(f, size); err != nil {
 		return fail(err)
 	}
 	m, err := mapFile(f, int(size), true, true)

@@ -77,7 +77,7 @@ func Open(path string, opts OpenOptions) (*Ring, error) {
 // futex waits on a ring otherwise mapped read-only. Failure (a file we may
 // not write) leaves hdr nil: waits then poll.
 func (r *Ring) mapNotify() {
-	f, err := os.OpenFile(r.path, os.O_RDWR, 0)
+	f, err := openRegular(r.path, os.O_RDWR)
 	if err != nil {
 		return
 	}

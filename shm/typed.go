@@ -13,7 +13,8 @@ type ProducerOptions struct {
 	Readers   int    // registry entries (default 32 when lossless, else none)
 	Sparse    bool   // SPARSE flag
 	SchemaSig uint64
-	Replace   bool // replace an existing ring of another geometry
+	Replace   bool  // replace an existing ring of another geometry
+	MaxSize   int64 // size limit of the file (CreateOptions.MaxSize)
 }
 
 // Producer writes fixed-size records of type T, which must be pointer-free.
@@ -34,7 +35,7 @@ func NewProducer[T any](path string, opts ProducerOptions) (*Producer[T], error)
 	if opts.Sparse {
 		cfg.Flags |= FlagSparse
 	}
-	w, err := Create(path, cfg, CreateOptions{Replace: opts.Replace})
+	w, err := Create(path, cfg, CreateOptions{Replace: opts.Replace, MaxSize: opts.MaxSize})
 	if err != nil {
 		return nil, err
 	}

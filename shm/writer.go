@@ -17,6 +17,11 @@ type CreateOptions struct {
 	// over a file that is not a valid ring). Without it that is refused with
 	// ErrGeometry. A stale ring of the same geometry is always replaced.
 	Replace bool
+	// MaxSize limits the size of the new file in bytes: 0 means
+	// DefaultMaxSize, negative means no limit. Either way the file must fit
+	// in the filesystem's free space; both are checked before anything is
+	// created (ErrTooLarge, ErrNoSpace), and the space is then reserved.
+	MaxSize int64
 }
 
 // Writer is the single producer of a ring, byte-oriented: Producer[T] and
@@ -69,7 +74,7 @@ func CreateLayout(path string, l Layout, opts CreateOptions) (*Writer, error) {
 		}
 		return nil
 	}
-	f, m, err := createLocked(path, int64(l.FileSize()), inspect)
+	f, m, err := createLocked(path, int64(l.FileSize()), opts.MaxSize, inspect)
 	if err != nil {
 		return nil, fmt.Errorf("create ring %s: %w", path, err)
 	}

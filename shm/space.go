@@ -1,0 +1,118 @@
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// DefaultMaxSize is the size limit of a new ring or blackboard file when
+// CreateOptions.MaxSize is zero: 64 GiB, far above any ring a host's
+// memory holds for long, far below what a mistyped capacity asks for.
+const DefaultMaxSize int64 = 64 << 30
+
+// openRegular opens path with flag (O_RDONLY or O_RDWR) without blocking,
+// whatever lies there, and refuses anything but a regular file: a FIFO
+// would block an ordinary open until a writer came, a device or directory
+// is no ring.
+func openRegular(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		if errors.Is(err, unix.EISDIR) {
+			return nil, fmt.Errorf("%w: %s is a directory", ErrNotRegular, path)
+		}
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is a %s", ErrNotRegular, path, fileKind(st.Mode()))
+	}
+	return f, nil
+}
+
+// fileKind names the type of a file that is not regular.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&os.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeCharDevice != 0:
+		return "character device"
+	case m&os.ModeDevice != 0:
+		return "block device"
+	case m&os.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "special file " + m.Type().String()
+}
+
+// checkSize refuses a new file of size bytes at path before anything is
+// created: larger than max (0: DefaultMaxSize; negative: no limit), or
+// larger than the filesystem's free space plus reclaim (the bytes of the
+// stale file the new one replaces).
+func checkSize(path string, size, max, reclaim int64) error {
+	if max == 0 {
+		max = DefaultMaxSize
+	}
+	if max > 0 && size > max {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrTooLarge, size, max)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Dir(path), &st); err != nil {
+		return os.NewSyscallError("statfs", err)
+	}
+	if free := int64(st.Bavail)*st.Bsize + reclaim; size > free {
+		return fmt.Errorf("%w: %d bytes, %d free on %s", ErrNoSpace, size, free, filepath.Dir(path))
+	}
+	return nil
+}
+
+// allocate gives f size bytes of storage: fallocate reserves every block,
+// so a full filesystem is ErrNoSpace here and never a SIGBUS when the
+// mapping is first written. Filesystems without fallocate get the size
+// and then zeros written through, which allocates as well.
+func allocate(f *os.File, size int64) error {
+	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+		return fmt.Errorf("%w: %d bytes: %v", ErrNoSpace, size, os.NewSyscallError("fallocate", err))
+	}
+	if !errors.Is(err, unix.EOPNOTSUPP) {
+		return os.NewSyscallError("fallocate", err)
+	}
+	if err := f.Truncate(size); err != nil {
+		return err
+	}
+	return writeZeros(f, size)
+}
+
+// writeZeros writes size zero bytes at the start of f.
+func writeZeros(f *os.File, size int64) error {
+	zeros := make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		n := min(int64(len(zeros)), size-off)
+		if _, err := f.WriteAt(zeros[:n], off); err != nil {
+			if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
+				return fmt.Errorf("%w: %d bytes: %v", ErrNoSpace, size, err)
+			}
+			return err
+		}
+		off += n
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
+}
