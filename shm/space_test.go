@@ -42,11 +42,14 @@ func TestNotRegularFile(t *testing.T) {
 		{fifo, "FIFO"}, {dir, "directory"}, {"/dev/null", "character device"},
 	} {
 		for name, f := range map[string]func() error{
-			"Open":           func() error { _, err := Open(c.path, OpenOptions{}); return err },
-			"Open writable":  func() error { _, err := Open(c.path, OpenOptions{Writable: true}); return err },
-			"OpenReader":     func() error { _, err := OpenReader(c.path, ReadOptions{}); return err },
-			"OpenWriter":     func() error { _, err := OpenWriter(c.path); return err },
-			"Create":         func() error { _, err := Create(c.path, RingConfig{PayloadSize: 8, Capacity: 8}, CreateOptions{Replace: true}); return err },
+			"Open":          func() error { _, err := Open(c.path, OpenOptions{}); return err },
+			"Open writable": func() error { _, err := Open(c.path, OpenOptions{Writable: true}); return err },
+			"OpenReader":    func() error { _, err := OpenReader(c.path, ReadOptions{}); return err },
+			"OpenWriter":    func() error { _, err := OpenWriter(c.path); return err },
+			"Create": func() error {
+				_, err := Create(c.path, RingConfig{PayloadSize: 8, Capacity: 8}, CreateOptions{Replace: true})
+				return err
+			},
 			"OpenBlackboard": func() error { _, err := OpenBlackboard[uint64](c.path); return err },
 		} {
 			err := within(t, name+" "+c.kind, f)
