@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -24,6 +25,7 @@ type genConfig struct {
 	rate, count, capacity uint64
 	size                  int
 	lossless, replace     bool
+	maxSize               maxSize
 }
 
 func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -35,6 +37,8 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs.Uint64Var(&c.capacity, "capacity", 4096, "ring capacity in `slots`, a power of two")
 	fs.BoolVar(&c.lossless, "lossless", false, "create a lossless ring: wait for registered readers")
 	fs.BoolVar(&c.replace, "replace", false, "replace an existing ring of another geometry (or a non-ring file)")
+	c.maxSize = defaultMaxSize()
+	fs.Var(&c.maxSize, "max-size", "refuse to create a ring file larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
 	path, err := parsePath(fs, args)
 	if err != nil {
 		return helpOr(err)
@@ -53,7 +57,10 @@ func generate(ctx context.Context, stdout io.Writer, path string, c genConfig) e
 	if c.lossless {
 		cfg.Flags |= shm.FlagLossless
 	}
-	w, err := shm.Create(path, cfg, shm.CreateOptions{Replace: c.replace})
+	w, err := shm.Create(path, cfg, shm.CreateOptions{Replace: c.replace, MaxSize: c.maxSize.opt()})
+	if errors.Is(err, shm.ErrTooLarge) {
+		return fmt.Errorf("%w (--max-size %s)", err, &c.maxSize)
+	}
 	if err != nil {
 		return err
 	}
