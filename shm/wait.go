@@ -9,6 +9,7 @@ import (
 type WaitStrategy struct {
 	kind     waitKind
 	spins    int           // polls before yielding or sleeping
+	yields   int           // futex: sched_yield polls after the spins, before sleeping
 	maxSleep time.Duration // bound of one futex sleep
 }
 
@@ -48,6 +49,14 @@ func FutexWait(spins int) WaitStrategy {
 	return WaitStrategy{kind: waitFutex, spins: spins, maxSleep: DefaultMaxSleep}
 }
 
+// Adaptive polls spins times, then yields the CPU (sched_yield) between
+// the next yields polls, then sleeps on the futex word as FutexWait does:
+// a record that comes soon is seen at spinning speed, one that comes a
+// little later at a yield's, and an idle reader costs nothing.
+func Adaptive(spins, yields int) WaitStrategy {
+	return WaitStrategy{kind: waitFutex, spins: spins, yields: yields, maxSleep: DefaultMaxSleep}
+}
+
 // pause waits once, round i of a wait for sequence want on ring r, never
 // longer than until deadline (zero: no deadline).
 func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
@@ -59,6 +68,10 @@ func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
 		runtime.Gosched()
 		return
 	case waitOSYield:
+		schedYield()
+		return
+	}
+	if i < s.spins+s.yields {
 		schedYield()
 		return
 	}

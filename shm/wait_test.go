@@ -8,7 +8,7 @@ import (
 
 func TestRecvWithEachStrategy(t *testing.T) {
 	for name, ws := range map[string]WaitStrategy{
-		"spin": BusySpin(), "yield": SpinYield(16), "sched-yield": SpinSchedYield(16), "futex": FutexWait(0), "futex-spin": FutexWait(64),
+		"spin": BusySpin(), "yield": SpinYield(16), "sched-yield": SpinSchedYield(16), "adaptive": Adaptive(16, 16), "futex": FutexWait(0), "futex-spin": FutexWait(64),
 	} {
 		t.Run(name, func(t *testing.T) {
 			p, path := newTickRing(t, ProducerOptions{Capacity: 64})
@@ -41,7 +41,7 @@ func TestRecvWithEachStrategy(t *testing.T) {
 
 func TestRecvTimeout(t *testing.T) {
 	_, path := newTickRing(t, ProducerOptions{Capacity: 8})
-	for _, ws := range []WaitStrategy{BusySpin(), SpinYield(4), SpinSchedYield(4), FutexWait(4)} {
+	for _, ws := range []WaitStrategy{BusySpin(), SpinYield(4), SpinSchedYield(4), Adaptive(4, 4), FutexWait(4)} {
 		c := consumer[tick](t, path, ReadOptions{Wait: &ws})
 		var v tick
 		if err := c.Recv(&v, 20*time.Millisecond); !errors.Is(err, ErrTimeout) {
