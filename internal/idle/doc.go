@@ -1,0 +1,28 @@
+// Package idle is how ringfire's hot loops wait when a poll found nothing:
+// the serve sender between records and the mirror's receive loop between
+// datagrams. Each loop runs on its own locked OS thread and chooses, with a
+// Mode, how much CPU it trades for latency:
+//
+//	Spin      poll again at once: lowest latency, one core per loop
+//	Yield     sched_yield(2) between polls: near-spin latency that holds up
+//	          when busy threads outnumber cores (every loop gives its CPU
+//	          to whichever thread has work)
+//	Block     sleep in the kernel in ppoll(2) on the loop's descriptors
+//	          (sockets, AF_XDP rings) and its Waker's eventfd: one wake-up,
+//	          no Go netpoller hand-off, no CPU while idle
+//	Adaptive  Spin for SpinFor after the last work, then Yield until
+//	          YieldFor, then Block (the default)
+//
+// Who wakes whom:
+//
+//	data on a descriptor ──(kernel)──▶ ppoll returns in the parked loop
+//	another goroutine queues work ──Waker.Notify──▶ gen++; if parked: write eventfd
+//	the loop: Round (read gen) → poll its sources → nothing → Idle:
+//	          parked = 1; gen changed since Round? return : ppoll; parked = 0
+//
+// The two shared words of a Waker, gen and parked, are sync/atomic
+// (sequentially consistent): the loop stores parked before it loads gen,
+// a notifier adds to gen before it loads parked, so at least one of them
+// sees the other and a wake-up is never lost between the loop's last poll
+// and its sleep.
+package idle

@@ -1,0 +1,203 @@
+package idle
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+func TestParseMode(t *testing.T) {
+	for i, n := range Modes() {
+		m, err := ParseMode(n)
+		if err != nil || m != Mode(i) || m.String() != n {
+			t.Errorf("ParseMode(%q) = %v, %v", n, m, err)
+		}
+	}
+	if _, err := ParseMode("nap"); !errors.Is(err, ErrMode) {
+		t.Errorf("ParseMode(nap): %v, want ErrMode", err)
+	}
+	if Mode(9).String() != "Mode(9)" {
+		t.Errorf("Mode(9).String() = %q", Mode(9).String())
+	}
+}
+
+func newWaker(t *testing.T) *Waker {
+	t.Helper()
+	w, err := NewWaker()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w
+}
+
+// idleAsync runs one Round and Idle(max) of d on a goroutine and returns a
+// channel closed when Idle returned.
+func idleAsync(d *Idler, max time.Duration) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Round()
+		d.Idle(max)
+	}()
+	return done
+}
+
+// waitParked waits until the loop of w has parked (bounded).
+func waitParked(t *testing.T, w *Waker) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for w.parked.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never parked")
+		}
+		runtime.Gosched()
+	}
+}
+
+func finished(t *testing.T, done <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: Idle did not return", what)
+	}
+}
+
+// A parked loop wakes when notified, long before its bound.
+func TestNotifyWakesParked(t *testing.T) {
+	w := newWaker(t)
+	d := NewIdler(Strategy{Mode: Block}, w)
+	done := idleAsync(d, time.Hour)
+	waitParked(t, w)
+	w.Notify()
+	finished(t, done, "notify")
+	if st := d.Stats(); st.Sleeps != 1 || st.Wakeups != 1 || st.Timeouts != 0 {
+		t.Fatalf("stats %+v: want one sleep ended by the waker", st)
+	}
+	if w.writes.Load() != 1 {
+		t.Fatalf("%d eventfd writes, want 1", w.writes.Load())
+	}
+}
+
+// A notification between the round's start and the sleep keeps the loop
+// from sleeping; a notification while it works costs no system call.
+func TestNotifyBeforeSleep(t *testing.T) {
+	w := newWaker(t)
+	d := NewIdler(Strategy{Mode: Block}, w)
+	d.Round()
+	w.Notify()
+	d.Idle(time.Hour)
+	if st := d.Stats(); st.Sleeps != 0 || st.Skipped != 1 {
+		t.Fatalf("stats %+v: want the sleep skipped", st)
+	}
+	if w.writes.Load() != 0 {
+		t.Fatalf("%d eventfd writes while the loop worked, want 0", w.writes.Load())
+	}
+}
+
+// A datagram on a descriptor ends the sleep.
+func TestReadableEndsSleep(t *testing.T) {
+	c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rc, err := c.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fd int
+	rc.Control(func(f uintptr) { fd = int(f) })
+	w := newWaker(t)
+	d := NewIdler(Strategy{Mode: Block}, w, fd)
+	done := idleAsync(d, time.Hour)
+	waitParked(t, w)
+	s, err := net.DialUDP("udp4", nil, c.LocalAddr().(*net.UDPAddr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	finished(t, done, "datagram")
+	if st := d.Stats(); st.Sleeps != 1 || st.Ready != 1 {
+		t.Fatalf("stats %+v: want one sleep ended by the socket", st)
+	}
+}
+
+// A sleep ends at its bound; a bound of zero never sleeps.
+func TestSleepBound(t *testing.T) {
+	d := NewIdler(Strategy{Mode: Block}, nil)
+	d.Round()
+	d.Idle(time.Millisecond)
+	d.Idle(0)
+	if st := d.Stats(); st.Sleeps != 1 || st.Timeouts != 1 || st.Spins != 1 {
+		t.Fatalf("stats %+v: want one timed-out sleep and one spin", st)
+	}
+}
+
+// Adaptive spins, then yields, then sleeps, by the time since the first
+// fruitless round; work starts it over.
+func TestAdaptivePhases(t *testing.T) {
+	now := time.Unix(0, 0)
+	d := NewIdler(Strategy{Mode: Adaptive, SpinFor: 10 * time.Microsecond, YieldFor: 100 * time.Microsecond}, nil)
+	d.now = func() time.Time { return now }
+	step := func(dt time.Duration) { now = now.Add(dt); d.Idle(time.Nanosecond) }
+	step(0)                     // t=0: spin
+	step(9 * time.Microsecond)  // 9 µs: spin
+	step(2 * time.Microsecond)  // 11 µs: yield
+	step(90 * time.Microsecond) // 101 µs: yield
+	step(20 * time.Microsecond) // 121 µs: sleep
+	if st := d.Stats(); st.Spins != 2 || st.Yields != 2 || st.Sleeps != 1 {
+		t.Fatalf("stats %+v: want 2 spins, 2 yields, 1 sleep", st)
+	}
+	d.Busy()
+	step(time.Hour)
+	if st := d.Stats(); st.Spins != 3 {
+		t.Fatalf("stats %+v: after work, the first fruitless round spins", st)
+	}
+}
+
+// Spin, Yield and Block never allocate.
+func TestIdleAllocs(t *testing.T) {
+	w := newWaker(t)
+	for _, m := range []Mode{Spin, Yield, Block, Adaptive} {
+		d := NewIdler(Strategy{Mode: m}, w)
+		if a := testing.AllocsPerRun(100, func() { d.Round(); d.Idle(time.Microsecond); w.Notify() }); a != 0 {
+			t.Errorf("%v: %v allocations per round", m, a)
+		}
+	}
+}
+
+func TestLockThread(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	cpu := -1
+	for i := range 1024 {
+		if set.IsSet(i) {
+			cpu = i
+			break
+		}
+	}
+	unlock, err := LockThread(cpu)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var now unix.CPUSet
+	unix.SchedGetaffinity(0, &now)
+	if now.Count() != 1 || !now.IsSet(cpu) {
+		t.Errorf("pinned to CPU %d, affinity has %d CPUs", cpu, now.Count())
+	}
+	unlock()
+	if _, err := LockThread(100000); err == nil {
+		t.Error("LockThread(100000) succeeded")
+	}
+}

@@ -1,0 +1,158 @@
+package idle
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Stats count what an Idler did (read them from the loop's goroutine, or
+// after it ended).
+type Stats struct {
+	Spins    uint64 // fruitless polls answered by polling again
+	Yields   uint64 // sched_yield calls
+	Sleeps   uint64 // ppoll calls
+	Wakeups  uint64 // sleeps ended by the Waker
+	Ready    uint64 // sleeps ended by a descriptor
+	Timeouts uint64 // sleeps that ran to their bound
+	Skipped  uint64 // sleeps not begun: notified since the round began
+}
+
+// Idler is one loop's waiting state. It is used by that loop's goroutine
+// only.
+type Idler struct {
+	s     Strategy
+	w     *Waker
+	fds   []unix.PollFd // the loop's descriptors, then the waker's eventfd
+	gen   uint64        // w.gen at the last Round
+	since time.Time     // first fruitless poll since work (zero: working)
+	now   func() time.Time
+	st    Stats
+}
+
+// NewIdler makes the waiting state of a loop that polls fds (readable
+// means work) and is notified through w (nil: only fds and timeouts end a
+// sleep).
+func NewIdler(s Strategy, w *Waker, fds ...int) *Idler {
+	d := &Idler{s: s, w: w, now: time.Now}
+	for _, fd := range fds {
+		d.fds = append(d.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
+	}
+	if w != nil {
+		d.fds = append(d.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+	}
+	return d
+}
+
+// Round marks the start of a polling round: notifications from now on
+// keep the next Idle from sleeping.
+func (d *Idler) Round() {
+	if d.w != nil {
+		d.gen = d.w.gen.Load()
+	}
+}
+
+// Busy records that the round found work: the next fruitless round starts
+// Adaptive's phases afresh.
+func (d *Idler) Busy() { d.since = time.Time{} }
+
+// Stats returns the counts so far.
+func (d *Idler) Stats() Stats { return d.st }
+
+// Idle waits once after a fruitless round, as the strategy says, never
+// longer than max (a sleep ends at max; max <= 0 never sleeps).
+func (d *Idler) Idle(max time.Duration) {
+	switch d.phase() {
+	case Spin:
+		d.st.Spins++
+	case Yield:
+		d.st.Yields++
+		schedYield()
+	default:
+		d.sleep(max)
+	}
+}
+
+// phase is what this fruitless round does: the mode itself, or Adaptive's
+// phase by the time since the first fruitless round.
+func (d *Idler) phase() Mode {
+	if d.s.Mode != Adaptive {
+		return d.s.Mode
+	}
+	now := d.now()
+	if d.since.IsZero() {
+		d.since = now
+	}
+	switch idle := now.Sub(d.since); {
+	case idle < d.s.spinFor():
+		return Spin
+	case idle < d.s.spinFor()+d.s.yieldFor():
+		return Yield
+	}
+	return Block
+}
+
+// sleep parks in ppoll on the descriptors and the waker for at most max.
+func (d *Idler) sleep(max time.Duration) {
+	if max <= 0 {
+		d.st.Spins++
+		return
+	}
+	if d.w != nil {
+		d.w.parked.Store(1)
+		if d.w.gen.Load() != d.gen {
+			d.w.parked.Store(0)
+			d.st.Skipped++
+			return
+		}
+	}
+	d.st.Sleeps++
+	for i := range d.fds {
+		d.fds[i].Revents = 0
+	}
+	ts := unix.NsecToTimespec(max.Nanoseconds())
+	n, err := unix.Ppoll(d.fds, &ts, nil)
+	if d.w != nil {
+		d.w.parked.Store(0)
+	}
+	switch {
+	case d.w != nil && d.fds[len(d.fds)-1].Revents != 0:
+		d.w.drain()
+		d.st.Wakeups++
+	case err == nil && n > 0:
+		d.st.Ready++
+	default: // EINTR counts as a timeout: the loop polls again
+		d.st.Timeouts++
+	}
+}
+
+// schedYield gives the thread's CPU to any other runnable thread. A raw
+// system call: it never blocks, so the runtime need not hand the P away.
+func schedYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
+
+// LockThread locks the calling goroutine to its OS thread for a hot loop
+// and, when cpu >= 0, binds that thread to CPU cpu. The returned function
+// undoes both.
+func LockThread(cpu int) (unlock func(), err error) {
+	runtime.LockOSThread()
+	if cpu < 0 {
+		return runtime.UnlockOSThread, nil
+	}
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("idle: pin to CPU %d: %w", cpu, os.NewSyscallError("sched_getaffinity", err))
+	}
+	set.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("idle: pin to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
+	}
+	return func() {
+		unix.SchedSetaffinity(0, &old)
+		runtime.UnlockOSThread()
+	}, nil
+}
