@@ -24,9 +24,9 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // benchRecordSize is the record size of the benchmarks: 64-byte synth

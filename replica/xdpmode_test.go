@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/ringfire/ringfire/bpf"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // The kernel-bypass variants of the datagram modes, named PREFIX-BASE

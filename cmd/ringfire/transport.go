@@ -11,8 +11,8 @@ import (
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/neigh"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // xdpFlags are the datagram transport options of serve and mirror (named

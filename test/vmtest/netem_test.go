@@ -19,9 +19,9 @@ import (
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/synth"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // netemArgs is the impairment both NICs get on egress: 5 ms delay with

@@ -6,8 +6,8 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // Open an AF_XDP transport on eth0, falling back to kernel UDP where

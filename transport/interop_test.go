@@ -12,8 +12,8 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/pkt"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 var interopSizes = []int{1, 2, 7, 8, 100, 1000, 1471, maxPayload}
