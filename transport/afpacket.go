@@ -14,9 +14,9 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// ErrPacketUnavailable wraps every reason the AF_PACKET path cannot be
+// ErrAFPacketUnavailable wraps every reason the AF_PACKET path cannot be
 // used here; callers fall back to kernel UDP on it.
-var ErrPacketUnavailable = errors.New("transport: AF_PACKET cannot be used")
+var ErrAFPacketUnavailable = errors.New("transport: AF_PACKET cannot be used")
 
 // AFPacketConfig configures an AF_PACKET transport.
 type AFPacketConfig struct {
@@ -74,7 +74,7 @@ type packetCounters struct {
 
 // NewAFPacket opens the AF_PACKET transport. Any reason it cannot work
 // here (no such interface, no permission, no AF_PACKET rings in the
-// kernel) is returned wrapped in ErrPacketUnavailable.
+// kernel) is returned wrapped in ErrAFPacketUnavailable.
 func NewAFPacket(cfg AFPacketConfig) (*AFPacket, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 1
@@ -83,7 +83,7 @@ func NewAFPacket(cfg AFPacketConfig) (*AFPacket, error) {
 	a.woken = a.closed.Load
 	if err := a.open(); err != nil {
 		a.Close()
-		return nil, fmt.Errorf("%w on %s: %w", ErrPacketUnavailable, cfg.Iface, err)
+		return nil, fmt.Errorf("%w on %s: %w", ErrAFPacketUnavailable, cfg.Iface, err)
 	}
 	return a, nil
 }
@@ -153,24 +153,24 @@ func (a *AFPacket) Close() error {
 	return errors.Join(errs...)
 }
 
-// PacketForServer is the configuration of a server's AF_PACKET transport,
+// AFPacketForServer is the configuration of a server's AF_PACKET transport,
 // from base (interface, rings) and the kernel UDP settings the server asks
 // for (local address and port, TTL).
-func PacketForServer(base AFPacketConfig, u replica.UDPConfig) AFPacketConfig {
+func AFPacketForServer(base AFPacketConfig, u replica.UDPConfig) AFPacketConfig {
 	base.Bind, base.TTL = serverBind(u)
 	return base
 }
 
-// PacketForMirror is the configuration of a mirror's AF_PACKET transport,
+// AFPacketForMirror is the configuration of a mirror's AF_PACKET transport,
 // from base and what the source announced: a multicast group to receive,
 // or unicast to a free port of the interface.
-func PacketForMirror(base AFPacketConfig, s replica.DatagramSpec) AFPacketConfig {
+func AFPacketForMirror(base AFPacketConfig, s replica.DatagramSpec) AFPacketConfig {
 	base.Bind, base.Group = mirrorBind(s)
 	return base
 }
 
-// PacketStats describes an AF_PACKET transport and counts its traffic.
-type PacketStats struct {
+// AFPacketStats describes an AF_PACKET transport and counts its traffic.
+type AFPacketStats struct {
 	Iface          string
 	Sent, Received uint64 // datagrams
 	NoRoute        uint64 // datagrams to destinations the interface cannot reach
@@ -183,8 +183,8 @@ type PacketStats struct {
 }
 
 // Stats returns the transport's counters.
-func (a *AFPacket) Stats() (PacketStats, error) {
-	st := PacketStats{
+func (a *AFPacket) Stats() (AFPacketStats, error) {
+	st := AFPacketStats{
 		Iface: a.link.Name, Sent: a.st.sent.Load(), Received: a.st.received.Load(),
 		NoRoute: a.st.noRoute.Load(), TooBig: a.st.tooBig.Load(), Malformed: a.st.malformed.Load(),
 		Stray: a.st.stray.Load(), Truncated: a.st.truncated.Load(), TXWaits: a.st.waits.Load(),

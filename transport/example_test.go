@@ -21,7 +21,7 @@ func ExampleNewXDP() {
 	switch {
 	case err == nil:
 		tr = x
-	case errors.Is(err, transport.ErrUnavailable):
+	case errors.Is(err, transport.ErrXDPUnavailable):
 		log.Printf("AF_XDP: %v; using kernel UDP", err)
 		u, err := replica.NewUDP(replica.UDPConfig{Bind: bind})
 		if err != nil {

@@ -24,7 +24,7 @@ type ifaceKey struct {
 // ifaces are the interfaces this process runs AF_XDP on. An interface
 // takes one XDP program and one UMEM per queue, so every transport of the
 // process on that interface shares them (a hub's mirror and server, for
-// instance); another process gets ErrUnavailable and falls back.
+// instance); another process gets ErrXDPUnavailable and falls back.
 var ifaces = struct {
 	sync.Mutex
 	m map[ifaceKey]*iface

@@ -14,9 +14,9 @@ import (
 	"github.com/ringfire/ringfire/xdp"
 )
 
-// ErrUnavailable wraps every reason the AF_XDP path cannot be used here;
+// ErrXDPUnavailable wraps every reason the AF_XDP path cannot be used here;
 // callers fall back to kernel UDP on it.
-var ErrUnavailable = errors.New("transport: AF_XDP cannot be used")
+var ErrXDPUnavailable = errors.New("transport: AF_XDP cannot be used")
 
 // XDPConfig configures an AF_XDP transport.
 type XDPConfig struct {
@@ -60,20 +60,20 @@ type XDP struct {
 // NewXDP opens the AF_XDP transport. Any reason it cannot work here (no
 // such interface, no permission, no XDP in the driver, no AF_XDP in the
 // kernel, a queue held by another process) is returned wrapped in
-// ErrUnavailable.
+// ErrXDPUnavailable.
 func NewXDP(cfg XDPConfig) (*XDP, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 1
 	}
 	f, err := acquire(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, cfg.Iface, err)
+		return nil, fmt.Errorf("%w on %s: %w", ErrXDPUnavailable, cfg.Iface, err)
 	}
 	x := &XDP{cfg: cfg, f: f}
 	x.woken = func() bool { return x.closed.Load() || x.in.pending.Load() > 0 }
 	if err := x.open(); err != nil {
 		x.Close()
-		return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, cfg.Iface, err)
+		return nil, fmt.Errorf("%w on %s: %w", ErrXDPUnavailable, cfg.Iface, err)
 	}
 	x.tx.init(x)
 	return x, nil
@@ -138,18 +138,18 @@ func (x *XDP) Close() error {
 	return errors.Join(errs...)
 }
 
-// ForServer is the configuration of a server's AF_XDP transport, from base
+// XDPForServer is the configuration of a server's AF_XDP transport, from base
 // (interface, attach mode, sockets) and the kernel UDP settings the server
 // asks for (local address and port, TTL).
-func ForServer(base XDPConfig, u replica.UDPConfig) XDPConfig {
+func XDPForServer(base XDPConfig, u replica.UDPConfig) XDPConfig {
 	base.Bind, base.TTL = serverBind(u)
 	return base
 }
 
-// ForMirror is the configuration of a mirror's AF_XDP transport, from base
+// XDPForMirror is the configuration of a mirror's AF_XDP transport, from base
 // and what the source announced: a multicast group to receive, or unicast
 // to a free port of the interface.
-func ForMirror(base XDPConfig, s replica.DatagramSpec) XDPConfig {
+func XDPForMirror(base XDPConfig, s replica.DatagramSpec) XDPConfig {
 	base.Bind, base.Group = mirrorBind(s)
 	return base
 }

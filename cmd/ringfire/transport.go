@@ -145,7 +145,7 @@ func (o *xdpOpener) open(local netip.Addr, xc transport.XDPConfig, pc transport.
 
 func (o *xdpOpener) openXDP(ifname string, ierr error, cfg transport.XDPConfig, say bool) (replica.Transport, error) {
 	if ierr != nil {
-		return nil, fmt.Errorf("%w: %w", transport.ErrUnavailable, ierr)
+		return nil, fmt.Errorf("%w: %w", transport.ErrXDPUnavailable, ierr)
 	}
 	cfg.Iface, cfg.Mode = ifname, o.mode
 	cfg.Socket.BusyPoll = time.Duration(o.flags.busyUS) * time.Microsecond
@@ -163,7 +163,7 @@ func (o *xdpOpener) openXDP(ifname string, ierr error, cfg transport.XDPConfig, 
 
 func (o *xdpOpener) openPacket(ifname string, ierr error, cfg transport.AFPacketConfig, say bool) (replica.Transport, error) {
 	if ierr != nil {
-		return nil, fmt.Errorf("%w: %w", transport.ErrPacketUnavailable, ierr)
+		return nil, fmt.Errorf("%w: %w", transport.ErrAFPacketUnavailable, ierr)
 	}
 	cfg.Iface = ifname
 	t, err := transport.NewAFPacket(cfg)
@@ -209,7 +209,7 @@ func localOf(t replica.Transport) any {
 // serverTransport is the server's transport factory: the kernel-bypass
 // transport asked for when possible, else kernel UDP.
 func (o *xdpOpener) serverTransport(u replica.UDPConfig) (replica.Transport, error) {
-	t, err := o.open(u.Iface, transport.ForServer(transport.XDPConfig{}, u), transport.PacketForServer(transport.AFPacketConfig{}, u))
+	t, err := o.open(u.Iface, transport.XDPForServer(transport.XDPConfig{}, u), transport.AFPacketForServer(transport.AFPacketConfig{}, u))
 	if t != nil || err != nil {
 		return t, err
 	}
@@ -223,7 +223,7 @@ func (o *xdpOpener) serverTransport(u replica.UDPConfig) (replica.Transport, err
 // mirrorTransport is the mirror's transport factory: the kernel-bypass
 // transport asked for when possible, else kernel UDP.
 func (o *xdpOpener) mirrorTransport(spec replica.DatagramSpec) (replica.Transport, error) {
-	t, err := o.open(spec.Iface, transport.ForMirror(transport.XDPConfig{}, spec), transport.PacketForMirror(transport.AFPacketConfig{}, spec))
+	t, err := o.open(spec.Iface, transport.XDPForMirror(transport.XDPConfig{}, spec), transport.AFPacketForMirror(transport.AFPacketConfig{}, spec))
 	if t != nil || err != nil {
 		return t, err
 	}
