@@ -9,15 +9,6 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// Errors of the selection.
-var (
-	// ErrKind: a Kind (or its name) that is none of udp, xdp, afpacket, auto.
-	ErrKind = errors.New("transport: unknown kind")
-	// ErrNoBypass wraps the reasons no kernel-bypass transport could be
-	// opened when Config.Require forbids falling back to kernel UDP.
-	ErrNoBypass = errors.New("transport: no kernel-bypass transport could be used")
-)
-
 // Kind names a datagram transport, or auto: the first of AF_XDP, AF_PACKET
 // and kernel UDP that can be opened.
 type Kind uint8
