@@ -54,7 +54,9 @@ type AFPacket struct {
 	st     packetCounters
 }
 
-// packetCounters are an AF_PACKET transport's counters.
+// packetCounters are an AF_PACKET transport's counters: added to by its
+// sender (under txMu) and its drain (under recvMu), loaded by Stats; they
+// publish nothing but themselves.
 type packetCounters struct {
 	sendCounters
 	received         atomic.Uint64

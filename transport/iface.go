@@ -41,7 +41,7 @@ type iface struct {
 	prog     *bpf.Program
 	socks    []*xdp.Socket // one per queue; socks[0] sends
 
-	txMu      sync.Mutex     // the send side of socks[0]; every transport's txPath
+	txMu      sync.Mutex     // the send side of socks[0]; every transport's sender
 	refreshes sync.WaitGroup // next-hop resolutions running in the background
 
 	rxMu   sync.Mutex // the receive side of the sockets, users, inboxes

@@ -23,7 +23,7 @@ type waiter interface {
 // receiver is a kernel-bypass transport's receive side. Its user holds
 // the transport's receive lock around recv.
 type receiver struct {
-	closed *atomic.Bool // the transport's
+	closed *atomic.Bool // the transport's: Close stores true (Swap), then closes the poller
 	src    drainer
 	poller waiter
 	woken  func() bool // for the poller: built once, a wait allocates nothing

@@ -23,7 +23,9 @@ type txRing interface {
 	Kick() error               // make the kernel transmit what is queued
 }
 
-// sendCounters count a transport's sends.
+// sendCounters count a transport's sends. The sender adds to them (Add,
+// under the send lock); Stats loads them from any goroutine. They publish
+// nothing but themselves.
 type sendCounters struct {
 	sent            atomic.Uint64 // datagrams queued for the wire
 	noRoute, tooBig atomic.Uint64 // datagrams not sent
@@ -36,7 +38,7 @@ type sendCounters struct {
 type sender struct {
 	ring     txRing
 	maxFrame int          // bytes of a TX frame the ring takes
-	closed   *atomic.Bool // the transport's
+	closed   *atomic.Bool // the transport's: Close stores true (Swap) before taking the send lock
 	st       *sendCounters
 	routes   routes
 	lens     []int // of the frames fill built

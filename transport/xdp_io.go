@@ -8,7 +8,9 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// xdpCounters are a transport's own counters.
+// xdpCounters are a transport's own counters: added to by its sender and
+// by the interface's drain (under rxMu), loaded by Stats; they publish
+// nothing but themselves.
 type xdpCounters struct {
 	sendCounters
 	received  atomic.Uint64
