@@ -64,7 +64,7 @@ clean:
 # kernel, two virtio-net NICs in two namespaces, netem. Needs qemu-system-x86
 # and busybox-static; fetches the kernel .deb with apt-get download into
 # /var/cache/ringfire-vmtest. See test/vmtest/README.md.
-VMTEST_PKGS  ?= ./shm ./replica ./xdp ./bpf ./internal/transport ./afpacket ./test/vmtest
+VMTEST_PKGS  ?= ./shm ./replica ./xdp ./bpf ./transport ./afpacket ./test/vmtest
 VMTEST_FLAGS ?=
 .PHONY: vmtest
 vmtest: deps-vmtest

@@ -1,12 +1,8 @@
 package afpacket
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/netpoll"
 )
@@ -17,26 +13,20 @@ import (
 // over. It watches a duplicate of the socket's descriptor, so Close the
 // poller too: the socket lives until both are closed.
 type Poller struct {
-	w     *netpoll.Waiter
-	s     *Socket
-	woken func() bool // the waiter's, for readyFn
-	// readyFn is built once: a wait allocates nothing.
-	readyFn func() bool
+	p *netpoll.Poller
 }
 
 // NewPoller watches s.
 func NewPoller(s *Socket) (*Poller, error) {
-	fd, err := unix.FcntlInt(uintptr(s.rxfd), unix.F_DUPFD_CLOEXEC, 0)
+	fd, err := netpoll.Dup(s.rxfd) // non-blocking: Go's poller watches it
 	if err != nil {
-		return nil, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
+		return nil, err
 	}
-	w, err := netpoll.New(fd, "afpacket-poller") // non-blocking: Go's poller watches it
+	p, err := netpoll.NewPoller(fd, "afpacket-poller", s.Readable, ErrClosed)
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: poller: %w", err)
 	}
-	p := &Poller{w: w, s: s}
-	p.readyFn = func() bool { return (p.woken != nil && p.woken()) || p.s.Readable() }
-	return p, nil
+	return &Poller{p: p}, nil
 }
 
 // WaitFor returns true when the socket has frames or woken reports true
@@ -45,17 +35,12 @@ func NewPoller(s *Socket) (*Poller, error) {
 // called. One goroutine waits at a time, the one that receives: WaitFor
 // reads the receive side's state.
 func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error) {
-	p.woken = woken
-	ok, err := p.w.Wait(timeout, p.readyFn)
-	if errors.Is(err, netpoll.ErrClosed) {
-		return false, ErrClosed
-	}
-	return ok, err
+	return p.p.WaitFor(timeout, woken)
 }
 
 // Wake makes the goroutine waiting in WaitFor check again.
-func (p *Poller) Wake() { p.w.Wake() }
+func (p *Poller) Wake() { p.p.Wake() }
 
 // Close wakes the waiter with ErrClosed and closes the duplicate
 // descriptor (not the socket).
-func (p *Poller) Close() error { return p.w.Close() }
+func (p *Poller) Close() error { return p.p.Close() }

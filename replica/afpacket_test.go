@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // Datagrams really travel over AF_PACKET in the pkt modes and interoperate

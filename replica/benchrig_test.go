@@ -24,9 +24,9 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // benchRecordSize is the record size of the benchmarks: 64-byte synth
@@ -313,12 +313,12 @@ func benchConfigs(mode string, dir int) (replica.ServerConfig, replica.MirrorCon
 	scfg, mcfg := dirConfigs(mode, dir)
 	if scfg.NewTransport != nil {
 		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
-			return transport.NewXDP(transport.ForServer(transport.XDPConfig{Iface: testIface}, u))
+			return transport.NewXDP(transport.XDPForServer(transport.XDPConfig{Iface: testIface}, u))
 		}
 	}
 	if mcfg.NewTransport != nil {
 		mcfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
-			return transport.NewXDP(transport.ForMirror(transport.XDPConfig{Iface: testIface}, s))
+			return transport.NewXDP(transport.XDPForMirror(transport.XDPConfig{Iface: testIface}, s))
 		}
 	}
 	return scfg, mcfg

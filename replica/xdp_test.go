@@ -9,9 +9,9 @@ import (
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/internal/xdptest"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // opened remembers the transports of type T a test's factories opened.

@@ -4,8 +4,8 @@ import (
 	"strings"
 
 	"github.com/ringfire/ringfire/bpf"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // The kernel-bypass variants of the datagram modes, named PREFIX-BASE
@@ -72,21 +72,21 @@ func xdpSides(mode string, scfg *replica.ServerConfig, mcfg *replica.MirrorConfi
 	switch src {
 	case "xdp":
 		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
-			return newXDP(transport.ForServer(base, u))
+			return newXDP(transport.XDPForServer(base, u))
 		}
 	case "afpacket":
 		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
-			return newPacket(transport.PacketForServer(pbase, u))
+			return newPacket(transport.AFPacketForServer(pbase, u))
 		}
 	}
 	switch mir {
 	case "xdp":
 		mcfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
-			return newXDP(transport.ForMirror(base, s))
+			return newXDP(transport.XDPForMirror(base, s))
 		}
 	case "afpacket":
 		mcfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
-			return newPacket(transport.PacketForMirror(pbase, s))
+			return newPacket(transport.AFPacketForMirror(pbase, s))
 		}
 	}
 }

@@ -30,9 +30,9 @@ import (
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/pkt"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/internal/xdptest"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 	"github.com/ringfire/ringfire/xdp"
 )
 
@@ -58,11 +58,11 @@ var blastSizes = []int{64, replica.DefaultMTU}
 //   - udp: replica.UDP (kernel UDP) SendBatch (one sendmmsg per batch) to
 //     RecvBatch (recvmmsg, parking in Go's poller when nothing is queued).
 //   - udp-spin: the same, the receiver polling without parking (wait 0).
-//   - transport: internal/transport.XDP SendBatch to RecvBatch with a
+//   - transport: transport.XDP SendBatch to RecvBatch with a
 //     1 ms wait, as a mirror's idle step does; what replication uses.
 //   - transport-spin: the same, the receiver polling (wait 0), as a
 //     mirror with Spin does.
-//   - afpacket, afpacket-spin: the same over internal/transport.AFPacket
+//   - afpacket, afpacket-spin: the same over transport.AFPacket
 //     (a TPACKET_V2 TX ring with qdisc bypass to a TPACKET_V3 RX ring
 //     behind a socket filter), no XDP program anywhere.
 func BenchmarkBlast(b *testing.B) {

@@ -1,7 +1,6 @@
 package xdp
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -16,11 +15,8 @@ import (
 // syscall). It holds an epoll instance watching the sockets; Go's poller
 // watches that instance.
 type Poller struct {
-	w     *netpoll.Waiter
+	p     *netpoll.Poller
 	socks []*Socket
-	woken func() bool // the waiter's, for readyFn
-	// readyFn is built once: a wait allocates nothing.
-	readyFn func() bool
 }
 
 // NewPoller watches socks. Go's poller watches a single socket directly
@@ -31,23 +27,17 @@ func NewPoller(socks ...*Socket) (*Poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := netpoll.New(fd, "xdp-poller")
-	if err != nil {
+	p := &Poller{socks: socks}
+	if p.p, err = netpoll.NewPoller(fd, "xdp-poller", p.ready, ErrClosed); err != nil {
 		return nil, fmt.Errorf("xdp: poller: %w", err)
 	}
-	p := &Poller{w: w, socks: socks}
-	p.readyFn = func() bool { return (p.woken != nil && p.woken()) || p.ready() }
 	return p, nil
 }
 
 // pollFD returns a non-blocking descriptor readable when a socket is.
 func pollFD(socks []*Socket) (int, error) {
 	if len(socks) == 1 {
-		fd, err := unix.FcntlInt(uintptr(socks[0].fd), unix.F_DUPFD_CLOEXEC, 0)
-		if err != nil {
-			return -1, os.NewSyscallError("fcntl F_DUPFD_CLOEXEC", err)
-		}
-		return fd, nil // the socket is non-blocking already
+		return netpoll.Dup(socks[0].fd) // the socket is non-blocking already
 	}
 	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 	if err != nil {
@@ -77,16 +67,11 @@ func (p *Poller) Wait(timeout time.Duration) (bool, error) { return p.WaitFor(ti
 // (Go's poller parks one reader of a descriptor): give each goroutine that
 // waits its own poller of the same sockets.
 func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error) {
-	p.woken = woken
-	ok, err := p.w.Wait(timeout, p.readyFn)
-	if errors.Is(err, netpoll.ErrClosed) {
-		return false, ErrClosed
-	}
-	return ok, err
+	return p.p.WaitFor(timeout, woken)
 }
 
 // Wake makes the goroutine waiting in WaitFor (or Wait) check again.
-func (p *Poller) Wake() { p.w.Wake() }
+func (p *Poller) Wake() { p.p.Wake() }
 
 // ready reports whether a socket has frames, waking any whose fill ring
 // asks for it (a zero-copy driver may wait for that before receiving).
@@ -105,4 +90,4 @@ func (p *Poller) ready() bool {
 
 // Close wakes the waiter with ErrClosed and releases the epoll instance
 // or the duplicate descriptor (not the sockets).
-func (p *Poller) Close() error { return p.w.Close() }
+func (p *Poller) Close() error { return p.p.Close() }

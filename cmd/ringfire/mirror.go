@@ -59,14 +59,14 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if reconnectMS <= 0 {
 		return usagef("--reconnect-ms must be positive")
 	}
-	mode, err := xf.check()
+	tc, err := xf.check()
 	if err != nil {
 		return err
 	}
-	xo := &xdpOpener{flags: xf, mode: mode, log: slog.New(slog.NewTextHandler(stderr, nil))}
+	xo := newOpener(tc, &xf, slog.New(slog.NewTextHandler(stderr, nil)))
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
 		TCPOnly: tcp, Iface: ifa, Once: once, Spin: spin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
-		NewTransport: xo.mirrorTransport, NoTelemetry: noTelemetry})
+		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry})
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	mode, err := f.xdp.check()
+	tc, err := f.xdp.check()
 	if err != nil {
 		return err
 	}
@@ -85,8 +85,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		log.Info("metrics", "addr", at, "metrics", "/metrics", "mirrors", "/mirrors")
 	}
-	xo := &xdpOpener{flags: f.xdp, mode: mode, log: log}
-	cfg.NewTransport = xo.serverTransport
+	cfg.NewTransport = newOpener(tc, &f.xdp, log).serverTransport()
 	for restarted := false; ; restarted = true {
 		srv, err := newServer(ctx, cfg, restarted)
 		if err != nil {

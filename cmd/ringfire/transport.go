@@ -5,14 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/ringfire/ringfire/bpf"
-	"github.com/ringfire/ringfire/internal/neigh"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // xdpFlags are the datagram transport options of serve and mirror (named
@@ -21,48 +19,83 @@ import (
 //	--transport auto|xdp|afpacket|udp   (default: xdp with --xdp, else udp)
 //	--transport-iface IFACE             the interface of xdp, afpacket, auto
 //	--xdp IFACE                         shorthand: --transport xdp on IFACE
+//	--require-transport                 fail instead of falling back to kernel UDP
+//	--require-xdp                       AF_XDP or fail (--transport xdp only)
 //
 // The interface of a kernel-bypass transport is --transport-iface, else
 // --xdp's, else the one holding the local address (--iface). auto tries
 // AF_XDP, then AF_PACKET, then kernel UDP, and logs its choice and why in
 // one line. An explicit xdp or afpacket falls back to kernel UDP with one
-// warning, unless --require-xdp (which then applies to either).
+// warning. Flags named xdp apply to AF_XDP only; package transport makes
+// the choice.
 type xdpFlags struct {
-	kind    string // --transport
-	tiface  string // --transport-iface
-	iface   string // --xdp IFACE
-	require bool   // --require-xdp: fail instead of falling back
-	mode    string // --xdp-mode auto|native|generic
-	busyUS  int    // --xdp-busy-poll-us: SO_BUSY_POLL on the AF_XDP sockets
+	kind       string // --transport
+	tiface     string // --transport-iface
+	iface      string // --xdp IFACE
+	require    bool   // --require-transport: fail instead of falling back
+	requireXDP bool   // --require-xdp: AF_XDP or fail
+	mode       string // --xdp-mode auto|native|generic
+	busyUS     int    // --xdp-busy-poll-us: SO_BUSY_POLL on the AF_XDP sockets
 }
 
 func (x *xdpFlags) add(fs *flag.FlagSet) {
 	fs.StringVar(&x.kind, "transport", "", "datagram `transport`: auto (AF_XDP, else AF_PACKET, else kernel UDP), xdp, afpacket or udp (default: xdp with --xdp, else udp)")
 	fs.StringVar(&x.tiface, "transport-iface", "", "interface `IFACE` of --transport xdp, afpacket or auto (default: --xdp's, else the one holding --iface's address)")
-	fs.StringVar(&x.iface, "xdp", "", "carry datagrams over AF_XDP on interface `IFACE` (falls back to kernel UDP); with --transport, only names the interface")
-	fs.BoolVar(&x.require, "require-xdp", false, "fail instead of falling back to kernel UDP when AF_XDP (or --transport afpacket) cannot be used")
+	fs.StringVar(&x.iface, "xdp", "", "carry datagrams over AF_XDP on interface `IFACE` (falls back to kernel UDP); with --transport xdp or auto, only names the interface")
+	fs.BoolVar(&x.require, "require-transport", false, "fail instead of falling back to kernel UDP when --transport xdp, afpacket or auto finds no kernel-bypass transport")
+	fs.BoolVar(&x.requireXDP, "require-xdp", false, "fail instead of falling back to kernel UDP when AF_XDP cannot be used (--transport xdp or --xdp)")
 	fs.StringVar(&x.mode, "xdp-mode", "auto", "attach the XDP program in `mode` native, generic or auto")
 	fs.IntVar(&x.busyUS, "xdp-busy-poll-us", 0, "busy-poll the AF_XDP sockets for `µs` per call (0: off)")
 }
 
-func (x *xdpFlags) check() (bpf.Mode, error) {
-	switch x.kind {
-	case "":
+// check validates the flags and returns the transport configuration they
+// ask for.
+func (x *xdpFlags) check() (transport.Config, error) {
+	var cfg transport.Config
+	if x.kind == "" {
 		x.kind = "udp"
 		if x.iface != "" {
 			x.kind = "xdp"
 		}
-	case "auto", "xdp", "afpacket", "udp":
-	default:
-		return 0, usagef("--transport %q: want auto, xdp, afpacket or udp", x.kind)
 	}
-	if x.require && x.kind != "xdp" && x.kind != "afpacket" {
-		return 0, usagef("--require-xdp needs --xdp IFACE (or --transport xdp or afpacket)")
+	k, err := transport.ParseKind(x.kind)
+	if err != nil {
+		return cfg, usagef("--transport %q: want auto, xdp, afpacket or udp", x.kind)
+	}
+	if err := x.checkKind(k); err != nil {
+		return cfg, err
 	}
 	if x.busyUS < 0 || x.busyUS > 1_000_000 {
-		return 0, usagef("--xdp-busy-poll-us %d: want 0..1000000", x.busyUS)
+		return cfg, usagef("--xdp-busy-poll-us %d: want 0..1000000", x.busyUS)
 	}
-	switch x.mode {
+	mode, err := xdpMode(x.mode)
+	if err != nil {
+		return cfg, err
+	}
+	cfg = transport.Config{Kind: k, Iface: x.tiface, Require: x.require || x.requireXDP}
+	if cfg.Iface == "" {
+		cfg.Iface = x.iface
+	}
+	cfg.XDP.Mode = mode
+	cfg.XDP.Socket.BusyPoll = time.Duration(x.busyUS) * time.Microsecond
+	return cfg, nil
+}
+
+// checkKind checks the flags that apply only to some kinds.
+func (x *xdpFlags) checkKind(k transport.Kind) error {
+	switch {
+	case x.requireXDP && k != transport.KindXDP:
+		return usagef("--require-xdp needs --xdp IFACE or --transport xdp (for afpacket or auto: --require-transport)")
+	case x.require && k == transport.KindUDP:
+		return usagef("--require-transport needs --transport xdp, afpacket or auto (or --xdp IFACE)")
+	case x.iface != "" && k != transport.KindXDP && k != transport.KindAuto:
+		return usagef("--xdp names an AF_XDP interface: with --transport %s use --transport-iface", x.kind)
+	}
+	return nil
+}
+
+func xdpMode(s string) (bpf.Mode, error) {
+	switch s {
 	case "auto":
 		return bpf.ModeAuto, nil
 	case "native":
@@ -70,162 +103,96 @@ func (x *xdpFlags) check() (bpf.Mode, error) {
 	case "generic":
 		return bpf.ModeGeneric, nil
 	}
-	return 0, usagef("--xdp-mode %q: want auto, native or generic", x.mode)
+	return 0, usagef("--xdp-mode %q: want auto, native or generic", s)
 }
 
 // bypass reports whether datagrams may go over AF_XDP or AF_PACKET (after
 // check).
 func (x *xdpFlags) bypass() bool { return x.kind != "udp" }
 
-// ifaceFor names the interface of a kernel-bypass transport whose local
-// address is local.
-func (x *xdpFlags) ifaceFor(local netip.Addr) (string, error) {
-	switch {
-	case x.tiface != "":
-		return x.tiface, nil
-	case x.iface != "":
-		return x.iface, nil
-	case !local.IsValid() || local.IsUnspecified():
-		return "", errors.New("no interface: give --transport-iface IFACE (or --iface)")
+// requireFlag names the flag that forbids falling back to kernel UDP.
+func (x *xdpFlags) requireFlag() string {
+	if x.requireXDP {
+		return "--require-xdp"
 	}
-	l, err := neigh.LinkByAddr(local)
-	if err != nil {
-		return "", err
-	}
-	return l.Name, nil
+	return "--require-transport"
 }
 
-var kindNames = map[string]string{"xdp": "AF_XDP", "afpacket": "AF_PACKET", "udp": "kernel UDP"}
-
-// xdpOpener opens the datagram transport the flags ask for, or says why it
-// cannot and lets the caller fall back to kernel UDP.
+// xdpOpener opens the datagram transports of serve and mirror through
+// package transport and logs what it chose.
 type xdpOpener struct {
-	flags xdpFlags
-	mode  bpf.Mode
-	log   *slog.Logger
-	once  sync.Once
+	cfg     transport.Config
+	require string // the flag behind cfg.Require, for its errors
+	log     *slog.Logger
+	once    sync.Once // the fallback warning of an explicit kind
 
 	mu     sync.Mutex
-	choice string // what auto chose and logged last
+	choice transport.Kind // what auto chose and logged last
+	logged bool
 }
 
-// open returns a kernel-bypass transport, or nil when the caller should
-// use kernel UDP (after logging why), or an error with --require-xdp.
-func (o *xdpOpener) open(local netip.Addr, xc transport.XDPConfig, pc transport.AFPacketConfig) (replica.Transport, error) {
-	kind := o.flags.kind
-	if kind == "udp" || kind == "" {
-		return nil, nil
-	}
-	ifname, ierr := o.flags.ifaceFor(local)
-	var t replica.Transport
-	var errXDP, errPkt error
-	if kind == "xdp" || kind == "auto" {
-		t, errXDP = o.openXDP(ifname, ierr, xc, kind == "xdp")
-	}
-	if t == nil && (kind == "afpacket" || kind == "auto") {
-		t, errPkt = o.openPacket(ifname, ierr, pc, kind == "afpacket")
-	}
-	if kind == "auto" {
-		o.logAuto(t, ifname, errXDP, errPkt)
-		return t, nil
-	}
-	err := errors.Join(errXDP, errPkt)
-	if t != nil || err == nil {
-		return t, nil
-	}
-	name := kindNames[kind]
-	if o.flags.require {
-		return nil, fmt.Errorf("--require-xdp: %w", err)
-	}
-	o.once.Do(func() {
-		o.log.Warn(name+" unavailable, falling back to kernel UDP", "iface", ifname, "reason", err)
-	})
-	return nil, nil
+func newOpener(cfg transport.Config, f *xdpFlags, log *slog.Logger) *xdpOpener {
+	return &xdpOpener{cfg: cfg, require: f.requireFlag(), log: log}
 }
 
-func (o *xdpOpener) openXDP(ifname string, ierr error, cfg transport.XDPConfig, say bool) (replica.Transport, error) {
-	if ierr != nil {
-		return nil, fmt.Errorf("%w: %w", transport.ErrUnavailable, ierr)
+// serverTransport is the server's transport factory.
+func (o *xdpOpener) serverTransport() func(replica.UDPConfig) (replica.Transport, error) {
+	return flagged(o, o.cfg.ServerFactory(o.report))
+}
+
+// mirrorTransport is the mirror's transport factory.
+func (o *xdpOpener) mirrorTransport() func(replica.DatagramSpec) (replica.Transport, error) {
+	return flagged(o, o.cfg.MirrorFactory(o.report))
+}
+
+// flagged names the require flag in the error of a required transport
+// that could not be opened.
+func flagged[S any](o *xdpOpener, open func(S) (replica.Transport, error)) func(S) (replica.Transport, error) {
+	return func(s S) (replica.Transport, error) {
+		t, err := open(s)
+		if errors.Is(err, transport.ErrNoBypass) {
+			err = fmt.Errorf("%s: %w", o.require, err)
+		}
+		return t, err
 	}
-	cfg.Iface, cfg.Mode = ifname, o.mode
-	cfg.Socket.BusyPoll = time.Duration(o.flags.busyUS) * time.Microsecond
-	t, err := transport.NewXDP(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if say {
-		st, _ := t.Stats()
+}
+
+// report logs a choice: auto's in one line when it changed, an explicit
+// kind's transport, or its fallback once.
+func (o *xdpOpener) report(c transport.Choice) {
+	switch {
+	case c.Transport == nil: // the error says why
+	case c.Asked == transport.KindAuto:
+		o.logAuto(c)
+	case c.FellBack():
+		o.once.Do(func() {
+			o.log.Warn(c.Asked.Label()+" unavailable, falling back to kernel UDP", "iface", c.Iface, "reason", c.Err())
+		})
+	case c.Kind == transport.KindXDP:
+		x := c.Transport.(*transport.XDP)
+		st, _ := x.Stats()
 		o.log.Info("datagrams over AF_XDP", "iface", st.Iface, "attach", st.Attach,
-			"zero_copy", st.ZeroCopy, "copy_reason", st.CopyWhy, "sockets", st.Sockets, "local", t.LocalAddr())
+			"zero_copy", st.ZeroCopy, "copy_reason", st.CopyWhy, "sockets", st.Sockets, "local", x.LocalAddr())
+	case c.Kind == transport.KindAFPacket:
+		o.log.Info("datagrams over AF_PACKET", "iface", c.Iface, "local", c.Transport.LocalAddr())
 	}
-	return t, nil
-}
-
-func (o *xdpOpener) openPacket(ifname string, ierr error, cfg transport.AFPacketConfig, say bool) (replica.Transport, error) {
-	if ierr != nil {
-		return nil, fmt.Errorf("%w: %w", transport.ErrPacketUnavailable, ierr)
-	}
-	cfg.Iface = ifname
-	t, err := transport.NewAFPacket(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if say {
-		o.log.Info("datagrams over AF_PACKET", "iface", ifname, "local", t.LocalAddr())
-	}
-	return t, nil
 }
 
 // logAuto logs auto's choice and why, in one line, when it differs from
 // the last one logged (a mirror opens a transport per connection).
-func (o *xdpOpener) logAuto(t replica.Transport, ifname string, errXDP, errPkt error) {
-	chose := "udp"
-	if t != nil {
-		chose = replica.TransportName(t)
-	}
+func (o *xdpOpener) logAuto(c transport.Choice) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if chose == o.choice {
+	if o.logged && c.Kind == o.choice {
 		return
 	}
-	o.choice = chose
-	args := []any{"iface", ifname, "local", localOf(t)}
-	if errXDP != nil {
-		args = append(args, "xdp_unavailable", errXDP)
+	o.choice, o.logged = c.Kind, true
+	args := []any{"iface", c.Iface, "local", c.Transport.LocalAddr()}
+	if c.XDPErr != nil {
+		args = append(args, "xdp_unavailable", c.XDPErr)
 	}
-	if errPkt != nil {
-		args = append(args, "afpacket_unavailable", errPkt)
+	if c.AFPacketErr != nil {
+		args = append(args, "afpacket_unavailable", c.AFPacketErr)
 	}
-	o.log.Info("transport auto: datagrams over "+kindNames[chose], args...)
-}
-
-func localOf(t replica.Transport) any {
-	if t == nil {
-		return "kernel"
-	}
-	return t.LocalAddr()
-}
-
-// serverTransport is the server's transport factory: the kernel-bypass
-// transport asked for when possible, else kernel UDP.
-func (o *xdpOpener) serverTransport(u replica.UDPConfig) (replica.Transport, error) {
-	t, err := o.open(u.Iface, transport.ForServer(transport.XDPConfig{}, u), transport.PacketForServer(transport.AFPacketConfig{}, u))
-	if t != nil || err != nil {
-		return t, err
-	}
-	k, err := replica.NewUDP(u)
-	if err != nil {
-		return nil, err
-	}
-	return k, nil
-}
-
-// mirrorTransport is the mirror's transport factory: the kernel-bypass
-// transport asked for when possible, else kernel UDP.
-func (o *xdpOpener) mirrorTransport(spec replica.DatagramSpec) (replica.Transport, error) {
-	t, err := o.open(spec.Iface, transport.ForMirror(transport.XDPConfig{}, spec), transport.PacketForMirror(transport.AFPacketConfig{}, spec))
-	if t != nil || err != nil {
-		return t, err
-	}
-	return replica.NewMirrorUDP(spec)
+	o.log.Info("transport auto: datagrams over "+c.Kind.Label(), args...)
 }

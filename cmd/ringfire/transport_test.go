@@ -21,7 +21,7 @@ func TestServeMirrorAFPacket(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := netns.NewPair(t)
-			srv, mir := replicate(t, p, append(tc.serve, "--transport", "afpacket", "--require-xdp"),
+			srv, mir := replicate(t, p, append(tc.serve, "--transport", "afpacket", "--require-transport"),
 				append(tc.mirr, "--transport", "afpacket", "--transport-iface", "veth0"))
 			wantContains(t, "mirror output", mir.out.String(), "mirror: afpacket "+tc.name, "next 20001", "gaps 0")
 			wantContains(t, "serve output", srv.out.String(), "  afpacket: frames")
@@ -66,7 +66,7 @@ func TestTransportAuto(t *testing.T) {
 
 // Unprivileged (no CAP_BPF, no CAP_NET_RAW), --transport auto finds
 // neither AF_XDP nor AF_PACKET and serves over kernel UDP, saying why in
-// one line; --transport afpacket --require-xdp fails.
+// one line; with --require-transport, afpacket and auto fail.
 func TestTransportAutoWithoutPrivilege(t *testing.T) {
 	unprivileged := unprivilegedServe(t)
 	out, err := unprivileged("--transport", "auto")
@@ -76,9 +76,11 @@ func TestTransportAutoWithoutPrivilege(t *testing.T) {
 	wantContains(t, "unprivileged serve", out, `msg="transport auto: datagrams over kernel UDP" iface=veth0`,
 		"needs root or CAP_BPF", "needs root or CAP_NET_RAW", "msg=serving", "  udp: frames")
 	wantOnce(t, out, "transport auto")
-	out, err = unprivileged("--transport", "afpacket", "--require-xdp")
-	if err == nil || !strings.Contains(out, "--require-xdp") || !strings.Contains(out, "CAP_NET_RAW") {
-		t.Fatalf("unprivileged serve --transport afpacket --require-xdp: %v\n%s", err, out)
+	for _, kind := range []string{"afpacket", "auto"} {
+		out, err = unprivileged("--transport", kind, "--require-transport")
+		if err == nil || !strings.Contains(out, "--require-transport") || !strings.Contains(out, "CAP_NET_RAW") {
+			t.Fatalf("unprivileged serve --transport %s --require-transport: %v\n%s", kind, err, out)
+		}
 	}
 }
 
@@ -91,6 +93,13 @@ func TestTransportFlagErrors(t *testing.T) {
 		{[]string{"serve", ring, "--transport", "dpdk", "--udp", "7403"}, "--transport"},
 		{[]string{"serve", ring, "--transport", "auto"}, "needs --multicast or --udp"},
 		{[]string{"serve", ring, "--transport", "auto", "--require-xdp", "--udp", "7403"}, "--require-xdp needs"},
+		{[]string{"serve", ring, "--transport", "afpacket", "--require-xdp", "--udp", "7403"}, "--require-xdp needs"},
+		{[]string{"serve", ring, "--require-transport", "--udp", "7403"}, "--require-transport needs"},
+		{[]string{"serve", ring, "--transport", "udp", "--require-transport", "--udp", "7403"}, "--require-transport needs"},
+		{[]string{"serve", ring, "--transport", "afpacket", "--xdp", "veth0", "--udp", "7403"}, "--xdp names an AF_XDP interface"},
+		{[]string{"mirror", "127.0.0.1:1", "m", "--transport", "afpacket", "--require-xdp"}, "--require-xdp needs"},
+		{[]string{"mirror", "127.0.0.1:1", "m", "--require-transport"}, "--require-transport needs"},
+		{[]string{"mirror", "127.0.0.1:1", "m", "--transport", "udp", "--xdp", "veth0"}, "--xdp names an AF_XDP interface"},
 		{[]string{"mirror", "127.0.0.1:1", "m", "--transport", "xdp2"}, "--transport"},
 	} {
 		_, _, err := runCmd(t, c.args...)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ringfire/ringfire/internal/transport"
+	"github.com/ringfire/ringfire/transport"
 )
 
 func statusJSON(t *testing.T, args ...string) []ifaceStatus {

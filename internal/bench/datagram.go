@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // datagramPath is the transport-only round trip measured beside a ring

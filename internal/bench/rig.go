@@ -12,9 +12,9 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // Transports are the datagram paths a run can measure.
@@ -179,18 +179,18 @@ func configs(tr string, dir int) (replica.ServerConfig, replica.MirrorConfig) {
 	case strings.HasPrefix(tr, "xdp-"):
 		base := transport.XDPConfig{Iface: iface}
 		s.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
-			return openXDP(transport.ForServer(base, u))
+			return openXDP(transport.XDPForServer(base, u))
 		}
 		m.NewTransport = func(d replica.DatagramSpec) (replica.Transport, error) {
-			return openXDP(transport.ForMirror(base, d))
+			return openXDP(transport.XDPForMirror(base, d))
 		}
 	case strings.HasPrefix(tr, "afpacket-"):
 		base := transport.AFPacketConfig{Iface: iface}
 		s.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
-			return openPacket(transport.PacketForServer(base, u))
+			return openPacket(transport.AFPacketForServer(base, u))
 		}
 		m.NewTransport = func(d replica.DatagramSpec) (replica.Transport, error) {
-			return openPacket(transport.PacketForMirror(base, d))
+			return openPacket(transport.AFPacketForMirror(base, d))
 		}
 	}
 	return s, m

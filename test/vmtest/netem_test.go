@@ -19,9 +19,9 @@ import (
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/synth"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // netemArgs is the impairment both NICs get on egress: 5 ms delay with
@@ -57,7 +57,7 @@ func TestReplicationUnderNetem(t *testing.T) {
 		{"xdp-mirror", func(s *replica.ServerConfig, m *replica.MirrorConfig) {
 			s.UDPPort, m.Unicast = 7405, true
 			m.NewTransport = func(ds replica.DatagramSpec) (replica.Transport, error) {
-				return transport.NewXDP(transport.ForMirror(transport.XDPConfig{Iface: b.If, Mode: bpf.ModeNative}, ds))
+				return transport.NewXDP(transport.XDPForMirror(transport.XDPConfig{Iface: b.If, Mode: bpf.ModeNative}, ds))
 			}
 		}},
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/bpf"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // openXDP opens an AF_XDP transport on the side's virtio-net NIC with the

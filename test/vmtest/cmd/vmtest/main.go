@@ -29,7 +29,7 @@ import (
 
 // defaultPkgs are the kernel-facing packages; ones missing from the tree
 // are skipped, so a package that is being written joins when it lands.
-const defaultPkgs = "./shm ./replica ./xdp ./bpf ./internal/transport ./afpacket ./test/vmtest"
+const defaultPkgs = "./shm ./replica ./xdp ./bpf ./transport ./afpacket ./test/vmtest"
 
 // The guest's NICs: MAC, namespace, address, environment prefix.
 var guestNICs = []nic{

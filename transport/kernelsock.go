@@ -13,7 +13,6 @@ import (
 
 	"github.com/ringfire/ringfire/afpacket"
 	"github.com/ringfire/ringfire/internal/neigh"
-	"github.com/ringfire/ringfire/replica"
 )
 
 // reservePort binds the kernel UDP socket that stays open beside a
@@ -75,17 +74,27 @@ func reservePort(link neigh.Link, bind netip.AddrPort, group netip.Addr, dropAll
 	return conn, local, nil
 }
 
-// serverBind is where a server's datagram transport binds, and its
-// multicast TTL, from the kernel UDP settings the server asks for.
-func serverBind(u replica.UDPConfig) (netip.AddrPort, int) {
-	return netip.AddrPortFrom(u.Iface, u.Bind.Port()), u.TTL
+// heldPort is a kernel-bypass transport's kernel UDP socket (see
+// reservePort) and its local address.
+type heldPort struct {
+	kernel *net.UDPConn
+	local  netip.AddrPort
 }
 
-// mirrorBind is where a mirror's datagram transport binds, and the group
-// it receives (invalid for unicast), from what the source announced.
-func mirrorBind(s replica.DatagramSpec) (netip.AddrPort, netip.Addr) {
-	if s.Group.IsValid() {
-		return netip.AddrPortFrom(s.Iface, s.Group.Port()), s.Group.Addr()
+// LocalAddr is the address and port datagrams are received on (for a
+// multicast receiver: the interface's address and the group's port).
+func (h *heldPort) LocalAddr() netip.AddrPort { return h.local }
+
+// hold binds the kernel socket (reservePort) and fixes the local address.
+func (h *heldPort) hold(link neigh.Link, bind netip.AddrPort, group netip.Addr, dropAll bool) (err error) {
+	h.kernel, h.local, err = reservePort(link, bind, group, dropAll)
+	return err
+}
+
+// release closes the kernel socket, when there is one.
+func (h *heldPort) release() error {
+	if h.kernel == nil {
+		return nil
 	}
-	return netip.AddrPortFrom(s.Iface, 0), netip.Addr{}
+	return h.kernel.Close()
 }

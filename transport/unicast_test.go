@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // xdpPair is two AF_XDP transports, one in each namespace of a pair.

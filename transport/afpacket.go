@@ -3,7 +3,6 @@ package transport
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -14,21 +13,15 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// ErrPacketUnavailable wraps every reason the AF_PACKET path cannot be
-// used here; callers fall back to kernel UDP on it.
-var ErrPacketUnavailable = errors.New("transport: AF_PACKET cannot be used")
-
-// AFPacketConfig configures an AF_PACKET transport.
+// AFPacketConfig configures an AF_PACKET transport. Iface (required),
+// Bind, Group and TTL are those of XDPConfig: where it sends from and
+// receives on.
 type AFPacketConfig struct {
-	Iface string // the interface (required)
-	// Bind is the local address and port. An invalid address means the
-	// interface's first IPv4 address; port 0 picks a free port.
-	Bind netip.AddrPort
-	// Group, when valid, is a multicast group received on Bind's port.
-	Group netip.Addr
-	TTL   int // TTL of multicast datagrams (default 1)
-	// Socket sizes the rings; its Filter is set by the transport.
-	Socket afpacket.Config
+	Iface  string
+	Bind   netip.AddrPort
+	Group  netip.Addr
+	TTL    int
+	Socket afpacket.Config // sizes the rings; its Filter is set by the transport
 }
 
 // AFPacket is a replica.Transport over an AF_PACKET socket of its own: a
@@ -47,43 +40,41 @@ type AFPacket struct {
 	hops     neigh.Cache
 	sock     *afpacket.Socket
 	poller   *afpacket.Poller
-	kernel   *net.UDPConn // reserves the port, joins the group, receives nothing
-	local    netip.AddrPort
+	heldPort // the kernel socket reserving the port, joining the group, receiving nothing
 	closed   atomic.Bool
-	woken    func() bool
 
 	txMu      sync.Mutex // the send side
-	routes    routes
-	lens      []int
-	id        uint16
+	tx        sender     // under txMu
 	refreshes sync.WaitGroup
 
 	recvMu sync.Mutex // one RecvBatch at a time
+	rx     receiver   // under recvMu; woken: closed
 	frames [][]byte
 	pkt    pkt.Packet
 	st     packetCounters
 }
 
-// packetCounters are an AF_PACKET transport's counters.
+// packetCounters are an AF_PACKET transport's counters: added to by its
+// sender (under txMu) and its drain (under recvMu), loaded by Stats; they
+// publish nothing but themselves.
 type packetCounters struct {
-	sent, received   atomic.Uint64
-	noRoute, tooBig  atomic.Uint64 // datagrams not sent
+	sendCounters
+	received         atomic.Uint64
 	malformed, stray atomic.Uint64 // received frames dropped
-	truncated, waits atomic.Uint64
+	truncated        atomic.Uint64 // received datagrams larger than the buffer
 }
 
 // NewAFPacket opens the AF_PACKET transport. Any reason it cannot work
 // here (no such interface, no permission, no AF_PACKET rings in the
-// kernel) is returned wrapped in ErrPacketUnavailable.
+// kernel) is returned wrapped in ErrAFPacketUnavailable.
 func NewAFPacket(cfg AFPacketConfig) (*AFPacket, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 1
 	}
-	a := &AFPacket{cfg: cfg, frames: make([][]byte, 64), lens: make([]int, 0, 64)}
-	a.woken = a.closed.Load
+	a := &AFPacket{cfg: cfg, frames: make([][]byte, 64)}
 	if err := a.open(); err != nil {
 		a.Close()
-		return nil, fmt.Errorf("%w on %s: %w", ErrPacketUnavailable, cfg.Iface, err)
+		return nil, fmt.Errorf("%w on %s: %w", ErrAFPacketUnavailable, cfg.Iface, err)
 	}
 	return a, nil
 }
@@ -97,7 +88,7 @@ func (a *AFPacket) open() error {
 		return err
 	}
 	a.hops.Resolver = a.resolver
-	if a.kernel, a.local, err = reservePort(a.link, a.cfg.Bind, a.cfg.Group, true); err != nil {
+	if err = a.hold(a.link, a.cfg.Bind, a.cfg.Group, true); err != nil {
 		return err
 	}
 	dst := a.local.Addr()
@@ -114,14 +105,11 @@ func (a *AFPacket) open() error {
 	if a.poller, err = afpacket.NewPoller(a.sock); err != nil {
 		return err
 	}
-	a.routes = routes{mu: &a.txMu, refreshes: &a.refreshes, hops: &a.hops,
-		link: a.link, local: a.local, ttl: a.cfg.TTL}
+	a.tx = newSender(a.sock, a.sock.MaxFrame(), &a.closed, &a.st.sendCounters,
+		routes{mu: &a.txMu, refreshes: &a.refreshes, hops: &a.hops, link: a.link, local: a.local, ttl: a.cfg.TTL})
+	a.rx = receiver{closed: &a.closed, src: a, poller: a.poller, woken: a.closed.Load, shut: afpacket.ErrClosed}
 	return nil
 }
-
-// LocalAddr is the address and port datagrams are received on (for a
-// multicast receiver: the interface's address and the group's port).
-func (a *AFPacket) LocalAddr() netip.AddrPort { return a.local }
 
 // Name names the transport in replica's statistics.
 func (a *AFPacket) Name() string { return "afpacket" }
@@ -147,30 +135,12 @@ func (a *AFPacket) Close() error {
 	if a.resolver != nil {
 		errs = append(errs, a.resolver.Close())
 	}
-	if a.kernel != nil {
-		errs = append(errs, a.kernel.Close())
-	}
+	errs = append(errs, a.heldPort.release())
 	return errors.Join(errs...)
 }
 
-// PacketForServer is the configuration of a server's AF_PACKET transport,
-// from base (interface, rings) and the kernel UDP settings the server asks
-// for (local address and port, TTL).
-func PacketForServer(base AFPacketConfig, u replica.UDPConfig) AFPacketConfig {
-	base.Bind, base.TTL = serverBind(u)
-	return base
-}
-
-// PacketForMirror is the configuration of a mirror's AF_PACKET transport,
-// from base and what the source announced: a multicast group to receive,
-// or unicast to a free port of the interface.
-func PacketForMirror(base AFPacketConfig, s replica.DatagramSpec) AFPacketConfig {
-	base.Bind, base.Group = mirrorBind(s)
-	return base
-}
-
-// PacketStats describes an AF_PACKET transport and counts its traffic.
-type PacketStats struct {
+// AFPacketStats describes an AF_PACKET transport and counts its traffic.
+type AFPacketStats struct {
 	Iface          string
 	Sent, Received uint64 // datagrams
 	NoRoute        uint64 // datagrams to destinations the interface cannot reach
@@ -183,8 +153,8 @@ type PacketStats struct {
 }
 
 // Stats returns the transport's counters.
-func (a *AFPacket) Stats() (PacketStats, error) {
-	st := PacketStats{
+func (a *AFPacket) Stats() (AFPacketStats, error) {
+	st := AFPacketStats{
 		Iface: a.link.Name, Sent: a.st.sent.Load(), Received: a.st.received.Load(),
 		NoRoute: a.st.noRoute.Load(), TooBig: a.st.tooBig.Load(), Malformed: a.st.malformed.Load(),
 		Stray: a.st.stray.Load(), Truncated: a.st.truncated.Load(), TXWaits: a.st.waits.Load(),

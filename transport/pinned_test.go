@@ -10,7 +10,7 @@ import (
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // pinProgram does what `xdpctl attach` does on ifname in ns: mount bpffs,

@@ -11,8 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // A datagram above the MTU fails with EMSGSIZE; the datagrams before it in
@@ -106,7 +106,7 @@ func TestSendNoRoute(t *testing.T) {
 	}
 }
 
-// NewXDP on an interface that does not exist fails with ErrUnavailable
+// NewXDP on an interface that does not exist fails with ErrXDPUnavailable
 // naming the interface.
 func TestNewXDPNoInterface(t *testing.T) {
 	netns.Require(t)
@@ -118,8 +118,8 @@ func TestNewXDPNoInterface(t *testing.T) {
 		}
 		return err
 	})
-	if !errors.Is(err, transport.ErrUnavailable) || !errContains(err, "nosuch0") {
-		t.Fatalf("NewXDP(nosuch0) = %v; want ErrUnavailable naming nosuch0", err)
+	if !errors.Is(err, transport.ErrXDPUnavailable) || !errContains(err, "nosuch0") {
+		t.Fatalf("NewXDP(nosuch0) = %v; want ErrXDPUnavailable naming nosuch0", err)
 	}
 	t.Logf("error: %v", err)
 	// An interface without an IPv4 address.
@@ -132,8 +132,8 @@ func TestNewXDPNoInterface(t *testing.T) {
 		}
 		return err
 	})
-	if !errors.Is(err, transport.ErrUnavailable) || !errContains(err, "bare0") {
-		t.Fatalf("NewXDP(bare0 without address) = %v; want ErrUnavailable naming bare0", err)
+	if !errors.Is(err, transport.ErrXDPUnavailable) || !errContains(err, "bare0") {
+		t.Fatalf("NewXDP(bare0 without address) = %v; want ErrXDPUnavailable naming bare0", err)
 	}
 	t.Logf("error: %v", err)
 }
@@ -141,7 +141,7 @@ func TestNewXDPNoInterface(t *testing.T) {
 // Transports of one process on one interface share its program and
 // sockets: a second transport on another port works beside the first (each
 // gets the datagrams to its port, whichever of them drains the sockets),
-// one on a port already taken fails with ErrUnavailable, and closing the
+// one on a port already taken fails with ErrXDPUnavailable, and closing the
 // second leaves the first working and the program attached.
 func TestTwoTransportsShareInterface(t *testing.T) {
 	xp := newXDPPair(t)
@@ -150,8 +150,8 @@ func TestTwoTransportsShareInterface(t *testing.T) {
 		_, dup = transport.NewXDP(transport.XDPConfig{Iface: "veth0", Bind: xp.b.LocalAddr()})
 		return nil
 	})
-	if err != nil || !errors.Is(dup, transport.ErrUnavailable) || !errContains(dup, "already has an AF_XDP transport") {
-		t.Fatalf("a second transport on the same port: %v; want ErrUnavailable", dup)
+	if err != nil || !errors.Is(dup, transport.ErrXDPUnavailable) || !errContains(dup, "already has an AF_XDP transport") {
+		t.Fatalf("a second transport on the same port: %v; want ErrXDPUnavailable", dup)
 	}
 	var second *transport.XDP
 	if err := xp.p.B.Do(func() (err error) {

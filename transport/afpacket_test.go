@@ -10,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // openPacket opens an AF_PACKET transport on cfg.Iface (default "veth0")
@@ -32,7 +32,7 @@ func openPacket(t testing.TB, ns *netns.NS, cfg transport.AFPacketConfig) *trans
 	return a
 }
 
-func packetStats(t testing.TB, a *transport.AFPacket) transport.PacketStats {
+func packetStats(t testing.TB, a *transport.AFPacket) transport.AFPacketStats {
 	t.Helper()
 	st, err := a.Stats()
 	if err != nil {
@@ -153,7 +153,7 @@ func TestAFPacketKernel(t *testing.T) {
 
 // Close wakes a blocked RecvBatch; later calls fail with ErrClosed; a
 // datagram larger than the MTU fails with EMSGSIZE; a missing interface
-// is ErrPacketUnavailable.
+// is ErrAFPacketUnavailable.
 func TestAFPacketErrors(t *testing.T) {
 	netns.Require(t)
 	p := netns.NewPair(t)
@@ -185,7 +185,7 @@ func TestAFPacketErrors(t *testing.T) {
 		_, err := transport.NewAFPacket(transport.AFPacketConfig{Iface: "nosuch0"})
 		return err
 	})
-	if !errors.Is(err, transport.ErrPacketUnavailable) || !errContains(err, "nosuch0") {
+	if !errors.Is(err, transport.ErrAFPacketUnavailable) || !errContains(err, "nosuch0") {
 		t.Errorf("NewAFPacket on a missing interface: %v", err)
 	}
 }

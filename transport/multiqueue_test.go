@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // On a veth with two RX queues the transport opens a socket per queue, and

@@ -6,14 +6,15 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
-// Open an AF_XDP transport on eth0, falling back to kernel UDP where
-// AF_XDP cannot be used, then send a batch and receive one. It needs root
-// (CAP_NET_ADMIN and CAP_BPF) and an interface called eth0, so it has no
-// output section and is only compiled.
+// Open an AF_XDP transport on eth0 by hand, falling back to kernel UDP
+// where AF_XDP cannot be used (Config makes this choice for a server or a
+// mirror: see ExampleConfig_ServerFactory), then send a batch and receive
+// one. It needs root (CAP_NET_ADMIN and CAP_BPF) and an interface called
+// eth0, so it has no output section and is only compiled.
 func ExampleNewXDP() {
 	bind := netip.MustParseAddrPort("192.0.2.10:7400")
 	var tr replica.Transport
@@ -21,7 +22,7 @@ func ExampleNewXDP() {
 	switch {
 	case err == nil:
 		tr = x
-	case errors.Is(err, transport.ErrUnavailable):
+	case errors.Is(err, transport.ErrXDPUnavailable):
 		log.Printf("AF_XDP: %v; using kernel UDP", err)
 		u, err := replica.NewUDP(replica.UDPConfig{Bind: bind})
 		if err != nil {

@@ -24,7 +24,7 @@ type ifaceKey struct {
 // ifaces are the interfaces this process runs AF_XDP on. An interface
 // takes one XDP program and one UMEM per queue, so every transport of the
 // process on that interface shares them (a hub's mirror and server, for
-// instance); another process gets ErrUnavailable and falls back.
+// instance); another process gets ErrXDPUnavailable and falls back.
 var ifaces = struct {
 	sync.Mutex
 	m map[ifaceKey]*iface
@@ -41,7 +41,7 @@ type iface struct {
 	prog     *bpf.Program
 	socks    []*xdp.Socket // one per queue; socks[0] sends
 
-	txMu      sync.Mutex     // the send side of socks[0]; every transport's txPath
+	txMu      sync.Mutex     // the send side of socks[0]; every transport's sender
 	refreshes sync.WaitGroup // next-hop resolutions running in the background
 
 	rxMu   sync.Mutex // the receive side of the sockets, users, inboxes

@@ -1,9 +1,22 @@
 // Package transport wires the kernel-bypass data paths (AF_XDP sockets
 // steered by the bpf program; AF_PACKET rings, package afpacket) to
-// replica.Transport; cmd/ringfire chooses among them with a fallback to
-// kernel UDP. replica defines the
-// interface and never imports xdp or bpf; xdp and bpf know nothing of
-// replica; this package is the wiring cmd/ringfire uses.
+// replica.Transport, and chooses among them and kernel UDP for a program
+// embedding replica.Server or replica.Mirror. replica defines the
+// interface and never imports xdp, bpf or afpacket; they know nothing of
+// replica; this package is the wiring (cmd/ringfire's too).
+//
+// Config is the choice: a Kind (udp, xdp, afpacket, or auto: AF_XDP, else
+// AF_PACKET, else kernel UDP), the interface, whether falling back to
+// kernel UDP is allowed, and the base configurations of NewXDP and
+// NewAFPacket. Its ServerFactory and MirrorFactory are the NewTransport
+// of replica.ServerConfig and replica.MirrorConfig; each transport they
+// open comes with a Choice (what carries the datagrams, why the others
+// were refused) handed to a report function: the package never logs.
+// OpenServer and OpenMirror make one choice directly. The pairs of the
+// two kernel-bypass transports are named alike: NewXDP/NewAFPacket,
+// XDPConfig/AFPacketConfig, XDPForServer/AFPacketForServer,
+// XDPForMirror/AFPacketForMirror, XDPStats/AFPacketStats,
+// ErrXDPUnavailable/ErrAFPacketUnavailable.
 //
 //	replica sender/mirror ── Message{Buf, Addr} ──▶ XDP.SendBatch
 //	    pkt.Template per destination (MAC from neigh) → UMEM TX frame → kick

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/net/ipv4"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // With the steering program attached and an AF_XDP transport open in B,

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/testenv"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/pkt"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 var interopSizes = []int{1, 2, 7, 8, 100, 1000, 1471, maxPayload}
@@ -34,7 +36,7 @@ func TestKernelInterop(t *testing.T) {
 		name := map[bool]string{true: "tx-csum-on", false: "tx-csum-off"}[on]
 		t.Run("kernel-to-xdp/"+name, func(t *testing.T) {
 			if err := p.A.SetTxChecksum(p.AIf, on); err != nil {
-				t.Skip(err)
+				testenv.Skipf(t, "%v", err)
 			}
 			out := exec(t, p.A, "ethtool", "-k", p.AIf)
 			want := map[bool]string{true: "tx-checksumming: on", false: "tx-checksumming: off"}[on]

@@ -18,8 +18,8 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/pkt"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // wait bounds every wait of these tests: generous, since tests of other

@@ -3,20 +3,14 @@ package transport
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"sync"
 	"sync/atomic"
 
 	"github.com/ringfire/ringfire/bpf"
-	"github.com/ringfire/ringfire/internal/pkt"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/xdp"
 )
-
-// ErrUnavailable wraps every reason the AF_XDP path cannot be used here;
-// callers fall back to kernel UDP on it.
-var ErrUnavailable = errors.New("transport: AF_XDP cannot be used")
 
 // XDPConfig configures an AF_XDP transport.
 type XDPConfig struct {
@@ -39,20 +33,19 @@ type XDPConfig struct {
 // transports of a process on one interface share the program and the
 // sockets; each receives the datagrams to its own port.
 type XDP struct {
-	cfg    XDPConfig
-	f      *iface
-	local  netip.AddrPort
-	flow   bpf.Flow
-	kernel *net.UDPConn // reserves the port, joins the group
+	cfg      XDPConfig
+	f        *iface
+	flow     bpf.Flow
+	heldPort // the kernel socket reserving the port, joining the group
 	// poller parks RecvBatch until the sockets have frames or another
 	// transport of the interface woke it for its inbox. Each transport has
 	// its own: waiters never queue behind one another.
 	poller *xdp.Poller
 	closed atomic.Bool
-	woken  func() bool // for the poller: closed, or datagrams in the inbox
 
 	recvMu sync.Mutex // one RecvBatch at a time
-	tx     txPath     // under f.txMu
+	rx     receiver   // under recvMu; woken: closed, or datagrams in the inbox
+	tx     sender     // under f.txMu
 	in     inbox      // under f.rxMu
 	st     xdpCounters
 }
@@ -60,22 +53,24 @@ type XDP struct {
 // NewXDP opens the AF_XDP transport. Any reason it cannot work here (no
 // such interface, no permission, no XDP in the driver, no AF_XDP in the
 // kernel, a queue held by another process) is returned wrapped in
-// ErrUnavailable.
+// ErrXDPUnavailable.
 func NewXDP(cfg XDPConfig) (*XDP, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 1
 	}
 	f, err := acquire(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, cfg.Iface, err)
+		return nil, fmt.Errorf("%w on %s: %w", ErrXDPUnavailable, cfg.Iface, err)
 	}
 	x := &XDP{cfg: cfg, f: f}
-	x.woken = func() bool { return x.closed.Load() || x.in.pending.Load() > 0 }
 	if err := x.open(); err != nil {
 		x.Close()
-		return nil, fmt.Errorf("%w on %s: %w", ErrUnavailable, cfg.Iface, err)
+		return nil, fmt.Errorf("%w on %s: %w", ErrXDPUnavailable, cfg.Iface, err)
 	}
-	x.tx.init(x)
+	x.tx = newSender(f.socks[0], f.socks[0].FrameSize(), &x.closed, &x.st.sendCounters,
+		routes{mu: &f.txMu, refreshes: &f.refreshes, hops: &f.hops, link: f.link, local: x.local, ttl: cfg.TTL})
+	x.rx = receiver{closed: &x.closed, src: x, poller: x.poller, shut: xdp.ErrClosed,
+		woken: func() bool { return x.closed.Load() || x.in.pending.Load() > 0 }}
 	return x, nil
 }
 
@@ -84,7 +79,7 @@ func (x *XDP) open() error {
 	if x.poller, err = xdp.NewPoller(x.f.socks...); err != nil {
 		return err
 	}
-	if err := x.openKernel(); err != nil {
+	if err := x.hold(x.f.link, x.cfg.Bind, x.cfg.Group, false); err != nil {
 		return err
 	}
 	if err := x.f.join(x); err != nil {
@@ -96,17 +91,6 @@ func (x *XDP) open() error {
 	}
 	return x.f.prog.AddFlow(x.flow)
 }
-
-// openKernel binds the kernel socket that reserves our port (and joins the
-// group), and fixes the local address.
-func (x *XDP) openKernel() (err error) {
-	x.kernel, x.local, err = reservePort(x.f.link, x.cfg.Bind, x.cfg.Group, false)
-	return err
-}
-
-// LocalAddr is the address and port datagrams are received on (for a
-// multicast receiver: the interface's address and the group's port).
-func (x *XDP) LocalAddr() netip.AddrPort { return x.local }
 
 // Name names the transport in replica's statistics.
 func (x *XDP) Name() string { return "xdp" }
@@ -132,32 +116,8 @@ func (x *XDP) Close() error {
 	x.recvMu.Lock() // a RecvBatch in progress has returned
 	x.recvMu.Unlock()
 	errs = append(errs, f.release())
-	if x.kernel != nil {
-		errs = append(errs, x.kernel.Close())
-	}
+	errs = append(errs, x.heldPort.release())
 	return errors.Join(errs...)
-}
-
-// ForServer is the configuration of a server's AF_XDP transport, from base
-// (interface, attach mode, sockets) and the kernel UDP settings the server
-// asks for (local address and port, TTL).
-func ForServer(base XDPConfig, u replica.UDPConfig) XDPConfig {
-	base.Bind, base.TTL = serverBind(u)
-	return base
-}
-
-// ForMirror is the configuration of a mirror's AF_XDP transport, from base
-// and what the source announced: a multicast group to receive, or unicast
-// to a free port of the interface.
-func ForMirror(base XDPConfig, s replica.DatagramSpec) XDPConfig {
-	base.Bind, base.Group = mirrorBind(s)
-	return base
-}
-
-// frameFits reports whether a datagram of n bytes fits the interface.
-func (x *XDP) frameFits(n, header int) bool {
-	f := x.f
-	return n+pkt.IPv4Len+pkt.UDPLen <= f.link.MTU && n+header <= f.socks[0].FrameSize()
 }
 
 var _ replica.Transport = (*XDP)(nil)

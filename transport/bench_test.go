@@ -9,7 +9,7 @@ package transport_test
 // round trip: A sends, B's echo goroutine receives and sends back, A
 // receives. Percentiles come from an HDR histogram of every op.
 //
-//	go test -run '^$' -bench PingPong -benchtime 3s ./internal/transport
+//	go test -run '^$' -bench PingPong -benchtime 3s ./transport
 
 import (
 	"io"
@@ -22,8 +22,8 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/ringfire/ringfire/internal/netns"
-	"github.com/ringfire/ringfire/internal/transport"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // pinger is one end of a datagram ping-pong.
