@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -19,12 +20,12 @@ const (
 // bytes are re-checked against the arena's reservation counter.
 type feed struct {
 	ring  *shm.Ring
-	shape Shape
+	shape wire.Shape
 	slot  []byte // scratch slot payload for blob rings
 }
 
 func newFeed(r *shm.Ring) *feed {
-	s := ShapeOf(GeometryOf(r.Layout()))
+	s := wire.ShapeOf(wire.GeometryOf(r.Layout()))
 	return &feed{ring: r, shape: s, slot: make([]byte, s.Payload)}
 }
 
@@ -39,7 +40,7 @@ func (f *feed) fill(buf []byte, seq, last uint64, budget, max int) ([]byte, int,
 		copy(grown, buf)
 		buf = grown
 	}
-	b := buf[:start+HeaderSize]
+	b := buf[:start+wire.HeaderSize]
 	max = min(max, 0xFFFF)
 	count, why := 0, stopFull
 	for count < max {
@@ -68,7 +69,7 @@ func (f *feed) fill(buf []byte, seq, last uint64, budget, max int) ([]byte, int,
 	if count == 0 {
 		return buf[:start], 0, why
 	}
-	Header{Kind: KindData, Count: uint16(count), Len: uint32(len(b) - start - HeaderSize), Seq: seq}.Put(b[start:])
+	wire.Header{Kind: wire.KindData, Count: uint16(count), Len: uint32(len(b) - start - wire.HeaderSize), Seq: seq}.Put(b[start:])
 	return b, count, why
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -69,8 +70,8 @@ type Mirror struct {
 	cfg   MirrorConfig
 	ring  *mirrorRing
 	seq   *sequencer
-	shape Shape
-	geom  Geometry
+	shape wire.Shape
+	geom  wire.Geometry
 	c     *conn // the current connection, nil between connections
 
 	session    uint8
@@ -137,12 +138,12 @@ func (m *Mirror) helloStart() uint64 {
 	}
 	switch m.cfg.From.Mode {
 	case FromOldest:
-		return StartOldest
+		return wire.StartOldest
 	case FromSeq:
 		return max(m.cfg.From.Seq, 1)
 	case FromResume:
 		if m.restarted {
-			return StartOldest
+			return wire.StartOldest
 		}
 		if w, err := shm.Open(m.cfg.Ring, shm.OpenOptions{}); err == nil {
 			ws := w.WriteSeq()
@@ -151,9 +152,9 @@ func (m *Mirror) helloStart() uint64 {
 				return ws + 1
 			}
 		}
-		return StartOldest
+		return wire.StartOldest
 	}
-	return StartNewest
+	return wire.StartNewest
 }
 
 // Connect dials the source, exchanges HELLO and GEOMETRY, prepares the
@@ -190,46 +191,46 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 	}
 	flags := uint8(0)
 	if !m.cfg.NoTelemetry {
-		flags |= HelloTelemetry
+		flags |= wire.HelloTelemetry
 	}
 	if !m.cfg.TCPOnly {
-		flags |= HelloUDP
+		flags |= wire.HelloUDP
 		if m.cfg.Unicast {
-			flags |= HelloUnicast
+			flags |= wire.HelloUnicast
 		}
 	}
-	if _, err := c.tcp.Write(AppendHello(nil, m.helloStart(), Hello{Flags: flags})); err != nil {
+	if _, err := c.tcp.Write(wire.AppendHello(nil, m.helloStart(), wire.Hello{Flags: flags})); err != nil {
 		return err
 	}
-	h, p, err := c.readFrame(geometrySize)
+	h, p, err := c.readFrame(wire.GeometrySize)
 	if err != nil {
 		return err
 	}
-	if h.Kind != KindGeometry {
-		return fmt.Errorf("%w: expected GEOMETRY, got %v", ErrMalformed, h.Kind)
+	if h.Kind != wire.KindGeometry {
+		return fmt.Errorf("%w: expected GEOMETRY, got %v", wire.ErrMalformed, h.Kind)
 	}
-	g, err := ParseGeometry(p)
+	g, err := wire.ParseGeometry(p)
 	if err != nil {
 		return err
 	}
-	var mc Multicast
-	if h.Flags&GeometryMulticast != 0 {
-		mh, mp, err := c.readFrame(multicastSize)
+	var mc wire.Multicast
+	if h.Flags&wire.GeometryMulticast != 0 {
+		mh, mp, err := c.readFrame(wire.MulticastSize)
 		if err != nil {
 			return err
 		}
-		if mh.Kind != KindMulticast {
-			return fmt.Errorf("%w: expected MULTICAST, got %v", ErrMalformed, mh.Kind)
+		if mh.Kind != wire.KindMulticast {
+			return fmt.Errorf("%w: expected MULTICAST, got %v", wire.ErrMalformed, mh.Kind)
 		}
-		if mc, err = ParseMulticast(mp); err != nil {
+		if mc, err = wire.ParseMulticast(mp); err != nil {
 			return err
 		}
 	}
 	if err := m.prepareRing(g, h, mc); err != nil {
 		return err
 	}
-	c.telemetry = !m.cfg.NoTelemetry && h.Flags&GeometryTelemetry != 0
-	if h.Flags&GeometryMulticast != 0 {
+	c.telemetry = !m.cfg.NoTelemetry && h.Flags&wire.GeometryTelemetry != 0
+	if h.Flags&wire.GeometryMulticast != 0 {
 		return m.openDatagrams(c, mc)
 	}
 	m.stats.Transport = "tcp"
@@ -239,13 +240,13 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 
 // prepareRing keeps the current mirror ring when the source continues it,
 // or starts a fresh one (RESET, another layout, a restarted source).
-func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
+func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) error {
 	l, err := g.MirrorLayout()
 	if err != nil {
 		return err
 	}
-	restarted := m.hasSession && h.Flags&GeometryMulticast != 0 && mc.Session != m.session
-	if restarted && h.Flags&GeometryReset == 0 && m.ring != nil {
+	restarted := m.hasSession && h.Flags&wire.GeometryMulticast != 0 && mc.Session != m.session
+	if restarted && h.Flags&wire.GeometryReset == 0 && m.ring != nil {
 		// The new source answered a resume of the old one's ring: its
 		// records before h.Seq would never come. Start over with a fresh
 		// ring, asking from the configured start.
@@ -253,7 +254,7 @@ func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
 		m.ring, m.seq, m.hasSession, m.restarted = nil, nil, false, true
 		return fmt.Errorf("the source restarted (session %d, was %d): reconnecting for a fresh ring", mc.Session, m.session)
 	}
-	keep := h.Flags&GeometryReset == 0 && !restarted
+	keep := h.Flags&wire.GeometryReset == 0 && !restarted
 	if m.ring != nil && (!keep || m.ring.w.Ring().Layout() != l) {
 		m.ring.close()
 		m.ring = nil
@@ -277,7 +278,7 @@ func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
 		m.seq = nil
 		m.restarted = false
 	}
-	m.geom, m.shape = g, ShapeOf(g)
+	m.geom, m.shape = g, wire.ShapeOf(g)
 	first := max(h.Seq, 1)
 	if m.seq == nil {
 		m.seq = newSequencer(m.shape, first, m.ring, &m.stats)
@@ -296,7 +297,7 @@ func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
 			return err
 		}
 	}
-	if h.Flags&GeometryMulticast != 0 {
+	if h.Flags&wire.GeometryMulticast != 0 {
 		m.session, m.hasSession = mc.Session, true
 	}
 	return nil
@@ -304,7 +305,7 @@ func (m *Mirror) prepareRing(g Geometry, h Header, mc Multicast) error {
 
 // openDatagrams builds the datagram transport the source announced and,
 // for unicast, punches to the source.
-func (m *Mirror) openDatagrams(c *conn, mc Multicast) error {
+func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
 	src := c.tcp.RemoteAddr().(*net.TCPAddr).AddrPort()
 	spec := DatagramSpec{Iface: m.cfg.Iface, MTU: int(mc.MTU),
 		Source: netip.AddrPortFrom(src.Addr().Unmap(), mc.Port)}
@@ -333,8 +334,8 @@ func (m *Mirror) punch(now time.Time) error {
 	if c == nil {
 		return nil
 	}
-	var b [HeaderSize]byte
-	Header{Kind: KindPunch, Flags: c.mc.Session, Seq: uint64(c.mc.Token)}.Put(b[:])
+	var b [wire.HeaderSize]byte
+	wire.Header{Kind: wire.KindPunch, Flags: c.mc.Session, Seq: uint64(c.mc.Token)}.Put(b[:])
 	msg := []Message{{Buf: b[:], Addr: c.spec.Source}}
 	m.lastPunch = now
 	if _, err := c.udp.SendBatch(msg); err != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // A unicast mirror punches every punchEarly until a datagram arrives, then
@@ -66,7 +68,7 @@ func (m *Mirror) finishStep(c *conn, now time.Time) error {
 		return err
 	}
 	if first, last, ok := m.seq.wantNak(now); ok {
-		m.nakBuf = AppendNak(m.nakBuf[:0], first, last)
+		m.nakBuf = wire.AppendNak(m.nakBuf[:0], first, last)
 		c.tcp.SetWriteDeadline(now.Add(5 * time.Second))
 		if _, err := c.tcp.Write(m.nakBuf); err != nil {
 			return fmt.Errorf("mirror: send NAK: %w", err)
@@ -139,23 +141,23 @@ func (m *Mirror) waitTCP(c *conn, wait time.Duration) (int, error) {
 }
 
 // handleTCP applies one control-connection frame.
-func (m *Mirror) handleTCP(h Header, p []byte) error {
+func (m *Mirror) handleTCP(h wire.Header, p []byte) error {
 	switch h.Kind {
-	case KindData:
+	case wire.KindData:
 		if err := m.shape.CheckData(h, p); err != nil {
 			return err
 		}
 		m.stats.Frames++
 		m.stats.Bytes += uint64(len(p))
 		return m.seq.data(h, p, true)
-	case KindGap:
+	case wire.KindGap:
 		return m.seq.gap(h.Seq)
-	case KindHeartbeat:
+	case wire.KindHeartbeat:
 		m.seq.heartbeat(h.Seq)
 		m.seq.suppressNaks = false // the TCP catch-up, if any, is over
 		return nil
 	}
-	return fmt.Errorf("%w: unexpected %v from the source", ErrMalformed, h.Kind)
+	return fmt.Errorf("%w: unexpected %v from the source", wire.ErrMalformed, h.Kind)
 }
 
 // recvDatagrams receives and applies up to limit datagrams.
@@ -182,8 +184,8 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 
 // handleDatagram applies one datagram; bad ones are counted and dropped.
 func (m *Mirror) handleDatagram(b []byte) error {
-	h, err := ParseHeader(b, len(b))
-	if err != nil || int(h.Len) != len(b)-HeaderSize {
+	h, err := wire.ParseHeader(b, len(b))
+	if err != nil || int(h.Len) != len(b)-wire.HeaderSize {
 		m.stats.Malformed++
 		return nil
 	}
@@ -192,8 +194,8 @@ func (m *Mirror) handleDatagram(b []byte) error {
 		return nil
 	}
 	switch h.Kind {
-	case KindData:
-		p := b[HeaderSize:]
+	case wire.KindData:
+		p := b[wire.HeaderSize:]
 		if m.shape.CheckData(h, p) != nil {
 			m.stats.Malformed++
 			return nil
@@ -201,7 +203,7 @@ func (m *Mirror) handleDatagram(b []byte) error {
 		m.stats.Frames++
 		m.stats.Bytes += uint64(len(p))
 		return m.seq.data(h, p, false)
-	case KindHeartbeat:
+	case wire.KindHeartbeat:
 		m.seq.heartbeat(h.Seq)
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,7 @@ type sender struct {
 	lastFlush time.Time // last DATA batch
 	lastSend  time.Time // last datagram of any kind
 	pending   bool      // a partial frame waits for its linger
-	hb        [HeaderSize]byte
+	hb        [wire.HeaderSize]byte
 	ws        shm.WaitStrategy
 }
 
@@ -181,7 +182,7 @@ func (sn *sender) appendDests(ms []Message, b []byte, dests []netip.AddrPort) []
 // the last datagram notices and NAKs.
 func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
 	s := sn.s
-	Header{Kind: KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:])
+	wire.Header{Kind: wire.KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:])
 	sn.msgs = sn.appendDests(sn.msgs[:0], sn.hb[:], dests)
 	n, _ := s.udp.SendBatch(sn.msgs)
 	s.st.heartbeats.Add(1)
@@ -227,8 +228,8 @@ func (s *Server) punchLoop(ctx context.Context) {
 }
 
 func (s *Server) punch(b []byte, from netip.AddrPort) {
-	h, err := ParseHeader(b, 0)
-	if err != nil || len(b) != HeaderSize || h.Kind != KindPunch {
+	h, err := wire.ParseHeader(b, 0)
+	if err != nil || len(b) != wire.HeaderSize || h.Kind != wire.KindPunch {
 		s.st.badDgram.Add(1)
 		return
 	}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // Session modes.
@@ -64,7 +66,7 @@ type session struct {
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	ss := &session{srv: s, tcp: c, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
-		buf: make([]byte, 0, tcpFrameMax+HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
+		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
 	br := bufio.NewReader(c)
 	if err := ss.handshake(br); err != nil {
 		s.st.badConn.Add(1)
@@ -96,7 +98,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 
 // protocolErr reports whether err is the peer breaking the protocol.
 func protocolErr(err error) bool {
-	for _, e := range []error{ErrMalformed, ErrTooLarge, ErrMagic, ErrVersion, ErrTruncated} {
+	for _, e := range []error{wire.ErrMalformed, wire.ErrTooLarge, wire.ErrMagic, wire.ErrVersion, ErrTruncated} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -109,14 +111,14 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	s := ss.srv
 	ss.tcp.SetDeadline(time.Now().Add(helloTimeout))
 	defer ss.tcp.SetDeadline(time.Time{})
-	h, p, err := readFrameFrom(br, helloSize)
+	h, p, err := readFrameFrom(br, wire.HelloSize)
 	if err != nil {
 		return err
 	}
-	if h.Kind != KindHello {
-		return fmt.Errorf("%w: expected HELLO, got %v", ErrMalformed, h.Kind)
+	if h.Kind != wire.KindHello {
+		return fmt.Errorf("%w: expected HELLO, got %v", wire.ErrMalformed, h.Kind)
 	}
-	hello, err := ParseHello(p)
+	hello, err := wire.ParseHello(p)
 	if err != nil {
 		return err
 	}
@@ -125,17 +127,17 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	s.register(ss)
 	var flags uint8
 	if reset {
-		flags |= GeometryReset
+		flags |= wire.GeometryReset
 	}
-	if hello.Flags&HelloTelemetry != 0 && !s.cfg.NoTelemetry {
-		flags |= GeometryTelemetry
+	if hello.Flags&wire.HelloTelemetry != 0 && !s.cfg.NoTelemetry {
+		flags |= wire.GeometryTelemetry
 		ss.telemetry = true
 	}
-	b := make([]byte, 0, 2*HeaderSize+geometrySize+multicastSize)
+	b := make([]byte, 0, 2*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize)
 	mc, udp := s.datagramsFor(hello, ss.token)
 	ss.mode.Store(modeStream)
 	if udp {
-		flags |= GeometryMulticast
+		flags |= wire.GeometryMulticast
 		ss.unicast.Store(mc.Unicast())
 		ss.mode.Store(modeCatchUp)
 	}
@@ -144,9 +146,9 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		// sends what the group got before (at least the first record).
 		ss.catchUpEnd.Store(max(s.lastSent.Load(), first) + 1)
 	}
-	b = AppendGeometry(b, first, flags, GeometryOf(s.ring.Layout()))
+	b = wire.AppendGeometry(b, first, flags, wire.GeometryOf(s.ring.Layout()))
 	if udp {
-		b = AppendMulticast(b, mc)
+		b = wire.AppendMulticast(b, mc)
 	}
 	_, err = ss.tcp.Write(b)
 	return err
@@ -158,9 +160,9 @@ func (s *Server) startOf(want uint64) (first uint64, reset bool) {
 	w := s.ring.WriteSeq()
 	oldest := s.ring.Oldest()
 	switch {
-	case want == StartNewest:
+	case want == wire.StartNewest:
 		return max(w, 1), false
-	case want == StartOldest:
+	case want == wire.StartOldest:
 		return oldest, false
 	case want > w+1:
 		return oldest, true
@@ -169,18 +171,18 @@ func (s *Server) startOf(want uint64) (first uint64, reset bool) {
 }
 
 // datagramsFor picks multicast or unicast for a mirror that can take UDP.
-func (s *Server) datagramsFor(h Hello, token uint32) (Multicast, bool) {
-	if h.Flags&HelloUDP == 0 || s.udp == nil {
-		return Multicast{}, false
+func (s *Server) datagramsFor(h wire.Hello, token uint32) (wire.Multicast, bool) {
+	if h.Flags&wire.HelloUDP == 0 || s.udp == nil {
+		return wire.Multicast{}, false
 	}
-	mc := Multicast{MTU: uint16(s.mtu), TTL: uint8(max(s.cfg.TTL, 1)), Session: s.session, Token: token}
-	uni := s.cfg.UDPPort != 0 && (h.Flags&HelloUnicast != 0 || !s.cfg.Multicast.IsValid())
+	mc := wire.Multicast{MTU: uint16(s.mtu), TTL: uint8(max(s.cfg.TTL, 1)), Session: s.session, Token: token}
+	uni := s.cfg.UDPPort != 0 && (h.Flags&wire.HelloUnicast != 0 || !s.cfg.Multicast.IsValid())
 	if uni {
 		mc.Port = s.udp.LocalAddr().Port()
 		return mc, true
 	}
 	if !s.cfg.Multicast.IsValid() {
-		return Multicast{}, false
+		return wire.Multicast{}, false
 	}
 	mc.Group = s.cfg.Multicast.Addr().As4()
 	mc.Port = s.cfg.Multicast.Port()
@@ -190,11 +192,11 @@ func (s *Server) datagramsFor(h Hello, token uint32) (Multicast, bool) {
 // readLoop reads the mirror's frames: NAKs, answered from the ring.
 func (ss *session) readLoop(br *bufio.Reader) error {
 	nf := newFeed(ss.srv.ring)
-	buf := make([]byte, 0, tcpFrameMax+HeaderSize)
+	buf := make([]byte, 0, tcpFrameMax+wire.HeaderSize)
 	var answered uint64 // last record answered (DATA or GAP) on this connection
 	maxLen := 64
 	if ss.telemetry {
-		maxLen = statusSize
+		maxLen = wire.StatusSize
 	}
 	for {
 		h, p, err := readFrameFrom(br, maxLen)
@@ -204,21 +206,21 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 			}
 			return err
 		}
-		if h.Kind == KindStatus && ss.telemetry {
+		if h.Kind == wire.KindStatus && ss.telemetry {
 			if err := ss.status(h, p); err != nil {
 				return err
 			}
 			continue
 		}
-		if h.Kind != KindNak {
-			return fmt.Errorf("%w: unexpected %v from a mirror", ErrMalformed, h.Kind)
+		if h.Kind != wire.KindNak {
+			return fmt.Errorf("%w: unexpected %v from a mirror", wire.ErrMalformed, h.Kind)
 		}
-		first, last, err := ParseNak(h, p)
+		first, last, err := wire.ParseNak(h, p)
 		if err != nil {
 			return err
 		}
 		if sent := ss.maxSent(); last > sent {
-			return fmt.Errorf("%w: NAK %d..%d for records never sent (last sent %d)", ErrMalformed, first, last, sent)
+			return fmt.Errorf("%w: NAK %d..%d for records never sent (last sent %d)", wire.ErrMalformed, first, last, sent)
 		}
 		ss.srv.st.naks.Add(1)
 		// TCP delivers what was answered before, in order: a NAK repeated
@@ -241,12 +243,12 @@ func (ss *session) maxSent() uint64 {
 }
 
 // readFrameFrom reads one whole frame of at most maxLen payload bytes.
-func readFrameFrom(br *bufio.Reader, maxLen int) (Header, []byte, error) {
-	var hb [HeaderSize]byte
+func readFrameFrom(br *bufio.Reader, maxLen int) (wire.Header, []byte, error) {
+	var hb [wire.HeaderSize]byte
 	if _, err := io.ReadFull(br, hb[:]); err != nil {
-		return Header{}, nil, eofErr(err)
+		return wire.Header{}, nil, eofErr(err)
 	}
-	h, err := ParseHeader(hb[:], maxLen)
+	h, err := wire.ParseHeader(hb[:], maxLen)
 	if err != nil {
 		return h, nil, err
 	}
@@ -344,8 +346,8 @@ func (ss *session) heartbeatIfIdle(seq uint64) error {
 }
 
 func (ss *session) heartbeat(seq uint64) error {
-	var b [HeaderSize]byte
-	Header{Kind: KindHeartbeat, Seq: seq}.Put(b[:])
+	var b [wire.HeaderSize]byte
+	wire.Header{Kind: wire.KindHeartbeat, Seq: seq}.Put(b[:])
 	ss.srv.st.heartbeats.Add(1)
 	return ss.write(b[:], true)
 }

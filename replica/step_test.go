@@ -12,6 +12,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -81,9 +82,9 @@ func TestStepErrorPublishes(t *testing.T) {
 	more := make(chan struct{})
 	bad := dataFrame(0, 31, 2, 1)
 	bad[4] = 1 // a length that disagrees with the count
-	bad = bad[:replica.HeaderSize+1]
+	bad = bad[:wire.HeaderSize+1]
 	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
-		b := replica.AppendGeometry(nil, 1, 0, geom)
+		b := wire.AppendGeometry(nil, 1, 0, geom)
 		b = append(b, dataFrame(0, 1, 10, 1)...)
 		if _, err := c.Write(b); err != nil {
 			return err
@@ -105,7 +106,7 @@ func TestStepErrorPublishes(t *testing.T) {
 	}
 	close(more)
 	time.Sleep(200 * time.Millisecond) // the three frames are queued
-	if _, err := m.Step(); !errors.Is(err, replica.ErrMalformed) {
+	if _, err := m.Step(); !errors.Is(err, wire.ErrMalformed) {
 		t.Fatalf("Step: %v, want ErrMalformed", err)
 	}
 	seqs, _ := readAll(t, ring)
@@ -140,7 +141,7 @@ func TestStepFramesBeforeClose(t *testing.T) {
 	geom := fakeGeometry(t)
 	const frames = 200
 	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
-		b := replica.AppendGeometry(nil, 1, 0, geom)
+		b := wire.AppendGeometry(nil, 1, 0, geom)
 		for i := range frames {
 			b = append(b, dataFrame(0, uint64(1+i), 1, 1)...)
 		}

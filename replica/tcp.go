@@ -3,6 +3,7 @@ package replica
 import (
 	"sync/atomic"
 
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -17,9 +18,9 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 	for seq <= to && sentBytes < burstBytes {
 		var count int
 		var why stop
-		buf, count, why = f.fill(buf[:0], seq, to, tcpFrameMax+HeaderSize, 0xFFFF)
+		buf, count, why = f.fill(buf[:0], seq, to, tcpFrameMax+wire.HeaderSize, 0xFFFF)
 		if why == stopTooBig {
-			buf, count, why = f.fill(buf[:0], seq, to, f.recordSize(seq)+HeaderSize, 1)
+			buf, count, why = f.fill(buf[:0], seq, to, f.recordSize(seq)+wire.HeaderSize, 1)
 		}
 		if count > 0 {
 			if err := ss.write(buf, false); err != nil {
@@ -41,8 +42,8 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 			// Name the next record of this range, never one past it:
 			// what lies beyond was not asked for, and a mirror may hold it.
 			next := min(f.skipLost(seq, to), to+1)
-			var b [HeaderSize]byte
-			Header{Kind: KindGap, Seq: next}.Put(b[:])
+			var b [wire.HeaderSize]byte
+			wire.Header{Kind: wire.KindGap, Seq: next}.Put(b[:])
 			if err := ss.write(b[:], false); err != nil {
 				return buf, seq, err
 			}

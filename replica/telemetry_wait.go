@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // Wait blocks until n mirrors have applied seq — published it in their
@@ -63,8 +65,8 @@ func tcpAddr(a netip.AddrPort) net.Addr {
 }
 
 // status applies a STATUS frame from the session's mirror.
-func (ss *session) status(h Header, p []byte) error {
-	st, err := ParseStatus(h, p)
+func (ss *session) status(h wire.Header, p []byte) error {
+	st, err := wire.ParseStatus(h, p)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/netip"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // Message is one datagram of a batch.
@@ -58,4 +60,11 @@ var (
 	// ErrRingReplaced: the served ring file was replaced by a new ring (its
 	// producer restarted); serve it again to pick the new one up.
 	ErrRingReplaced = errors.New("replica: the ring file was replaced")
+)
+
+// Datagram budgets, header included, for ServerConfig.MTU (the wire's).
+const (
+	DefaultMTU = wire.DefaultMTU // 1500 − 20 IPv4 − 8 UDP
+	MinMTU     = wire.MinMTU
+	MaxMTU     = wire.MaxMTU // jumbo frames: 9000 − 28
 )
