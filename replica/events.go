@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"net"
+	"net/netip"
 )
 
 // EventKind says what happened to a mirror connection.
@@ -49,4 +50,12 @@ func (s *Server) emit(e Event) {
 	if s.cfg.Events != nil {
 		s.cfg.Events(e)
 	}
+}
+
+// tcpAddr is a as a net.Addr (nil when it is not valid).
+func tcpAddr(a netip.AddrPort) net.Addr {
+	if !a.IsValid() {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(a)
 }

@@ -113,3 +113,31 @@ func (f *feed) recordSize(seq uint64) int {
 	}
 	return f.shape.Payload + int(shm.DecodeDescriptor(f.slot).Len)
 }
+
+// skipLost returns the first sequence from seq on (at most to + 1) whose
+// record can be read whole: past overwritten slots, holes of a sparse ring
+// and blobs the arena lapped.
+func (f *feed) skipLost(seq, to uint64) uint64 {
+	for seq <= to {
+		st, _ := f.ring.ReadSlot(seq, f.slot)
+		switch st {
+		case shm.SlotNotYet:
+			return seq
+		case shm.SlotOverwritten:
+			seq = max(seq+1, f.ring.Oldest())
+			continue
+		case shm.SlotReady:
+			if !f.shape.Blob() {
+				return seq
+			}
+			d := shm.DecodeDescriptor(f.slot)
+			if f.ring.BlobLive(d) {
+				return seq
+			}
+		}
+		seq++
+	}
+	// Never announce records past the range asked for as lost: a mirror
+	// NAKing a hole holds what follows it.
+	return min(seq, to+1)
+}

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -55,18 +54,6 @@ func newConn(tcp net.Conn) *conn {
 
 // readFrame reads one frame synchronously (the handshake).
 func (c *conn) readFrame(maxLen int) (wire.Header, []byte, error) { return readFrameFrom(c.br, maxLen) }
-
-// eofErr names a peer's disconnection: cleanly between frames
-// (ErrPeerClosed) or in the middle of one (ErrTruncated).
-func eofErr(err error) error {
-	if err == io.EOF {
-		return ErrPeerClosed
-	}
-	if err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w: the peer disconnected mid-frame", ErrTruncated)
-	}
-	return err
-}
 
 func (c *conn) startReader(maxLen int) {
 	c.wg.Add(1)

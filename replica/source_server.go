@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -283,58 +282,17 @@ func (s *Server) Stats() ServerStats {
 	return out
 }
 
-// register adds a session under a fresh unguessable token.
-func (s *Server) register(ss *session) {
-	s.mu.Lock()
-	for {
-		var b [4]byte
-		rand.Read(b[:])
-		if t := binary.LittleEndian.Uint32(b[:]); t != 0 && s.sessions[t] == nil {
-			ss.token = t
-			s.sessions[t] = ss
-			break
-		}
-	}
-	s.mu.Unlock()
-	s.rebuildDests()
-}
-
-func (s *Server) unregister(ss *session) {
-	s.mu.Lock()
-	delete(s.sessions, ss.token)
-	s.mu.Unlock()
-	s.rebuildDests()
-}
-
-// rebuildDests publishes the unicast destinations of punched sessions and
-// the wake channels of all sessions.
-func (s *Server) rebuildDests() {
-	s.mu.Lock()
-	var d []netip.AddrPort
-	w := make([]chan struct{}, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		if a := ss.punched.Load(); a != nil && ss.mode.Load() != modeStream {
-			d = append(d, *a)
-		}
-		w = append(w, ss.wake)
-	}
-	s.mu.Unlock()
-	s.dests.Store(&d)
-	s.wakes.Store(&w)
-}
-
-// wakeSessions tells every session that the ring moved.
-func (s *Server) wakeSessions() {
-	for _, c := range *s.wakes.Load() {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
-}
-
 func randomByte() uint8 {
 	var b [1]byte
 	rand.Read(b[:])
 	return b[0]
+}
+
+func storeMax(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }
