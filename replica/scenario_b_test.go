@@ -147,7 +147,7 @@ func TestHubResumedHoleReachesLiveLeaf(t *testing.T) {
 	const last, hole = 9000, 3904 - 2000
 	hubM.waitFor(last, 10*time.Second)
 	leaf.waitFor(last, 10*time.Second)
-	time.Sleep(50 * time.Millisecond) // the reader takes the last records
+	waitUntil(t, 10*time.Second, "the leaf's reader at the last record", func() bool { return reader.progress.Load() >= last })
 	read, skipped, lastRead := reader.stop(t)
 	hsrv, lst := finish(t, hub.srv, leaf)
 	t.Logf("leaf reader: read %d, skipped %d, last %d", read, skipped, lastRead)
