@@ -191,7 +191,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.punchLoop(ctx) }()
 	}
-	defer s.wg.Wait()
+	// The goroutines above end with ctx: end it before waiting for them,
+	// or a Close that ends the accept loop would wait forever.
+	defer func() { cancel(); s.wg.Wait() }()
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
