@@ -58,6 +58,11 @@ type MirrorConfig struct {
 	// StatusInterval is how often the mirror reports STATUS to a source
 	// that takes it (default DefaultStatusInterval, 100 ms).
 	StatusInterval time.Duration
+	// Events, when set, is told about the connection to the source:
+	// connects, disconnects and Run's failed attempts. It is called from
+	// the goroutine calling Run, Connect, Step or Close, and must not
+	// block.
+	Events func(MirrorEvent)
 }
 
 // Mirror keeps a local ring identical to a source ring: same sequence
@@ -133,7 +138,7 @@ func (m *Mirror) publishStats(now time.Time) {
 
 // Close ends the connection and closes the mirror ring.
 func (m *Mirror) Close() error {
-	m.disconnect()
+	m.disconnect(nil)
 	var err error
 	if m.ring != nil {
 		err = m.ring.close()
@@ -143,9 +148,12 @@ func (m *Mirror) Close() error {
 	return err
 }
 
-func (m *Mirror) disconnect() {
+// disconnect ends the current connection, if any, for reason why (nil:
+// the mirror is closing).
+func (m *Mirror) disconnect(why error) {
 	if m.c != nil {
 		m.c.close()
 		m.c = nil
+		m.emit(MirrorDisconnected, why, 0)
 	}
 }

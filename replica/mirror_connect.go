@@ -75,6 +75,7 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	if c.telemetry {
 		c.startStatus()
 	}
+	m.emit(MirrorConnected, nil, 0)
 	return nil
 }
 

@@ -20,15 +20,17 @@ func (m *Mirror) Run(ctx context.Context) error {
 		if m.c == nil {
 			if err := m.Connect(ctx); err != nil {
 				if m.cfg.Once || ctx.Err() != nil {
+					m.connectFailed(ctx, err, 0)
 					return ctxOr(ctx, err)
 				}
+				m.connectFailed(ctx, err, m.cfg.Reconnect)
 				sleepCtx(ctx, m.cfg.Reconnect)
 				continue
 			}
 		}
 		_, err := m.step(idle)
 		if err != nil {
-			m.disconnect()
+			m.disconnect(err)
 			if m.cfg.Once || ctx.Err() != nil {
 				return ctxOr(ctx, err)
 			}
@@ -37,6 +39,14 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// connectFailed reports a failed attempt to connect, unless it failed
+// because ctx ended.
+func (m *Mirror) connectFailed(ctx context.Context, err error, backoff time.Duration) {
+	if ctx.Err() == nil {
+		m.emit(MirrorConnectFailed, err, backoff)
+	}
 }
 
 // ctxOr is the error Run returns: none once ctx is done, and none when the
