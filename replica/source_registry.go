@@ -30,9 +30,11 @@ func (s *Server) unregister(ss *session) {
 }
 
 // rebuildDests publishes the unicast destinations of punched sessions and
-// the wake channels of all sessions.
+// the wake channels of all sessions. It stores them under s.mu: two
+// rebuilds racing must not publish the older table last.
 func (s *Server) rebuildDests() {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	var d []netip.AddrPort
 	w := make([]chan struct{}, 0, len(s.sessions))
 	for _, ss := range s.sessions {
@@ -41,7 +43,6 @@ func (s *Server) rebuildDests() {
 		}
 		w = append(w, ss.wake)
 	}
-	s.mu.Unlock()
 	s.dests.Store(&d)
 	s.wakes.Store(&w)
 }
