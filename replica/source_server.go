@@ -66,22 +66,44 @@ type Server struct {
 	session uint8
 	mtu     int
 
-	lastSent atomic.Uint64 // last sequence sent as datagrams
-	dests    atomic.Pointer[[]netip.AddrPort]
+	// lastSent is the last sequence the datagram stream is done with:
+	// every record up to it was handed to the transport (or skipped as
+	// lost or too big, or there was nobody to send to). Stored once by
+	// NewServer, then written only by the sender goroutine (sendLoop),
+	// with storeMax so that it never goes back (a resend in smaller
+	// frames rewinds the sender, not lastSent), before the batch's
+	// SendBatch. Sessions load it for their catch-up end, NAK checks and
+	// heartbeats; punchLoop for a punched mirror's catch-up end.
+	lastSent atomic.Uint64
+	// dests publishes the unicast destinations of punched sessions, a
+	// fresh slice each time: stored by rebuildDests under mu (from session
+	// goroutines and punchLoop), loaded by the sender every round.
+	dests atomic.Pointer[[]netip.AddrPort]
 	// wakes holds every session's wake channel: the sender, the only
 	// goroutine that sleeps on the ring's futex (a blocking system call
-	// that keeps its P), tells the sessions about new records.
+	// that keeps its P), tells the sessions about new records. Stored by
+	// rebuildDests under mu, like dests; loaded by the sender.
 	wakes atomic.Pointer[[]chan struct{}]
 
 	mu       sync.Mutex
 	sessions map[uint32]*session // by token
 	wg       sync.WaitGroup      // goroutines Serve started
 	serving  sync.WaitGroup      // Serve itself
-	closed   atomic.Bool
-	st       serverCounters
-	tele     *telemetry // the table of mirrors
+	// closed is set once, by Close (Swap under mu, so that Serve, which
+	// checks it under mu, either runs to be waited for or not at all);
+	// the sender and punchLoop load it to stop.
+	closed atomic.Bool
+	st     serverCounters
+	tele   *telemetry // the table of mirrors
 }
 
+// serverCounters are ServerStats' counters. Each is only ever Added to, by
+// the goroutine that did what it counts (the sender: frames, datagrams,
+// records, syscalls, skipped, UDP heartbeats; a session's reader or
+// writer: TCP frames and records, NAK answers, gaps, TCP heartbeats;
+// serveConn: badConn; punchLoop: badPunch, badDgram), and Loaded by
+// Stats. They publish nothing but their count: no code orders other
+// memory by them.
 type serverCounters struct {
 	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
 	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
@@ -290,6 +312,8 @@ func randomByte() uint8 {
 	return b[0]
 }
 
+// storeMax raises *a to v unless it already is at least v (a CAS loop:
+// safe with several writers, and *a never goes back).
 func storeMax(a *atomic.Uint64, v uint64) {
 	for {
 		old := a.Load()

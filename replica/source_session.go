@@ -31,25 +31,54 @@ const (
 
 // session serves one mirror over its TCP connection.
 type session struct {
-	srv     *Server
-	tcp     net.Conn
-	token   uint32
-	unicast atomic.Bool // set after register: punchLoop reads it
+	srv   *Server
+	tcp   net.Conn
+	token uint32
+	// unicast: the mirror takes unicast datagrams. Stored once, by the
+	// handshake (serveConn's goroutine) after register; punchLoop loads it
+	// to accept the mirror's PUNCH (before the Store it refuses it).
+	unicast atomic.Bool
+	// punched is the mirror's UDP address once it punched: stored only by
+	// punchLoop (after catchUpEnd, so that whoever loads the address sees
+	// the catch-up's end); loaded by rebuildDests, the writer goroutine
+	// (catchUpDone) and punchLoop.
 	punched atomic.Pointer[netip.AddrPort]
-	mode    atomic.Int32
-	sent    atomic.Uint64 // highest sequence sent over TCP
+	// mode is the session mode (modeCatchUp, modeLive, modeStream): stored
+	// by the handshake before the reader and writer goroutines start, then
+	// only by the writer goroutine (catchUpDone). Loaded by the reader
+	// (maxSent), rebuildDests and transportName; it publishes nothing
+	// else.
+	mode atomic.Int32
+	// sent is the highest sequence this connection has carried in DATA or
+	// GAP frames. Two goroutines write it, both from sendRange and only
+	// through storeMax, after the frame is in bw (under mu): the writer
+	// goroutine (history, stream) and the reader goroutine (NAK answers).
+	// That is safe: storeMax never lowers it, so every value loaded is a
+	// sequence whose frames are already queued on the connection, ahead of
+	// anything written later through the same bw — a heartbeat announcing
+	// it (writer) cannot overtake them, and a NAK accepted up to it
+	// (reader, maxSent) asks only for records the mirror could have seen.
+	// A NAK answer never raises it in modeStream (a NAK is accepted only up
+	// to sent there); otherwise it may raise it up to srv.lastSent.
+	sent atomic.Uint64
 
 	telemetry bool       // the mirror sends STATUS (HelloTelemetry acknowledged)
 	row       *mirrorRow // its row in srv.tele (guarded by srv.tele.mu)
 
-	mu        sync.Mutex // guards bw and the connection's writes
-	bw        *bufio.Writer
-	lastWrite atomic.Int64 // unix nanoseconds of the last write
+	mu sync.Mutex // guards bw and the connection's writes
+	bw *bufio.Writer
+	// lastWrite is the time (unix ns) of the last write: stored by write
+	// under mu, from the writer or the reader goroutine; the writer loads
+	// it to send a heartbeat when the connection was idle. It publishes
+	// only the time.
+	lastWrite atomic.Int64
 
 	// catchUpEnd is 1 + the last record the TCP catch-up must cover: what
 	// the datagram stream sent before the mirror was in it (0: not known
 	// yet, a unicast mirror that has not punched). Later records come by
-	// datagram, or by NAK.
+	// datagram, or by NAK. Stored once: by the handshake for a multicast
+	// mirror, by punchLoop at a unicast mirror's first PUNCH (before
+	// punched). Loaded by the writer goroutine.
 	catchUpEnd atomic.Uint64
 
 	wake  chan struct{} // the sender's "the ring moved" (capacity 1)
