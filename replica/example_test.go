@@ -12,37 +12,48 @@ import (
 	"github.com/ringfire/ringfire/shm"
 )
 
-// exampleSource creates a ring of 8-byte records 1..n in dir, each holding
-// its own sequence number, and serves it on loopback TCP (TCP only: no
-// datagrams, no namespaces needed). stop ends the server and the ring.
-func exampleSource(dir string, n int) (srv *replica.Server, stop func(), err error) {
+// exampleSource creates a ring of 8-byte records 1..n in a temporary
+// directory, each holding its own sequence number, and serves it on
+// loopback TCP (TCP only: no datagrams, no namespaces needed). stop ends
+// the server and removes the directory.
+func exampleSource(n int) (srv *replica.Server, dir string, stop func(), err error) {
+	if dir, err = os.MkdirTemp("", "ringfire-example"); err != nil {
+		return nil, "", nil, err
+	}
 	path := filepath.Join(dir, "source")
 	w, err := shm.Create(path, shm.RingConfig{PayloadSize: 8, Capacity: 1024}, shm.CreateOptions{})
-	if err != nil {
-		return nil, nil, err
-	}
-	for seq := 1; seq <= n; seq++ {
-		if _, err := w.Push(binary.LittleEndian.AppendUint64(nil, uint64(seq))); err != nil {
+	if err == nil {
+		for seq := 1; seq <= n && err == nil; seq++ {
+			_, err = w.Push(binary.LittleEndian.AppendUint64(nil, uint64(seq)))
+		}
+		if err == nil {
+			srv, err = replica.NewServer(replica.ServerConfig{Ring: path, Bind: "127.0.0.1:0"})
+		}
+		if err != nil {
 			w.Close()
-			return nil, nil, err
 		}
 	}
-	srv, err = replica.NewServer(replica.ServerConfig{Ring: path, Bind: "127.0.0.1:0"})
 	if err != nil {
-		w.Close()
-		return nil, nil, err
+		os.RemoveAll(dir)
+		return nil, "", nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(context.Background()) }()
-	return srv, func() { srv.Close(); <-done; w.Close() }, nil
+	return srv, dir, func() { srv.Close(); <-done; w.Close(); os.RemoveAll(dir) }, nil
+}
+
+// exampleRun runs m until stop, which closes it.
+func exampleRun(m *replica.Mirror) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- m.Run(ctx) }()
+	return func() { cancel(); <-ran; m.Close() }
 }
 
 // A Server serves a ring; Wait blocks until mirrors have applied a record,
 // and Mirrors lists what they report.
 func ExampleServer() {
-	dir, _ := os.MkdirTemp("", "ringfire-example")
-	defer os.RemoveAll(dir)
-	srv, stop, err := exampleSource(dir, 100)
+	srv, dir, stop, err := exampleSource(100)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -55,10 +66,7 @@ func ExampleServer() {
 		fmt.Println(err)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() { cancel(); <-ran; m.Close() }()
+	defer exampleRun(m)()
 
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
@@ -75,9 +83,7 @@ func ExampleServer() {
 // A Mirror keeps a local ring identical to the source's; local readers
 // read it like any ring.
 func ExampleMirror() {
-	dir, _ := os.MkdirTemp("", "ringfire-example")
-	defer os.RemoveAll(dir)
-	srv, stop, err := exampleSource(dir, 100)
+	srv, dir, stop, err := exampleSource(100)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -100,10 +106,7 @@ func ExampleMirror() {
 		fmt.Println(err)
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ran := make(chan error, 1)
-	go func() { ran <- m.Run(ctx) }()
-	defer func() { cancel(); <-ran; m.Close() }()
+	defer exampleRun(m)()
 
 	select { // the mirror ring exists once the handshake is done
 	case <-connected:

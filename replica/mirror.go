@@ -25,14 +25,6 @@ type From struct {
 	Seq  uint64 // for FromSeq
 }
 
-// DatagramSpec tells a transport factory what the source announced.
-type DatagramSpec struct {
-	Group  netip.AddrPort // multicast group and port; invalid for unicast
-	Source netip.AddrPort // the source's UDP address (unicast: punch to it)
-	Iface  netip.Addr     // local interface address (optional)
-	MTU    int
-}
-
 // MirrorConfig configures a mirror.
 type MirrorConfig struct {
 	Source    string        // the source's TCP address, host:port

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"fmt"
 	"time"
 )
 
@@ -25,10 +24,7 @@ const (
 var mirrorEventNames = [...]string{"connected", "disconnected", "connect failed"}
 
 func (k MirrorEventKind) String() string {
-	if k >= 0 && int(k) < len(mirrorEventNames) {
-		return mirrorEventNames[k]
-	}
-	return fmt.Sprintf("MirrorEventKind(%d)", int(k))
+	return kindName(mirrorEventNames[:], int(k), "MirrorEventKind")
 }
 
 // MirrorEvent reports a change of a mirror's connection. The library never

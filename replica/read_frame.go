@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 
@@ -35,4 +36,14 @@ func eofErr(err error) error {
 		return fmt.Errorf("%w: the peer disconnected mid-frame", ErrTruncated)
 	}
 	return err
+}
+
+// protocolErr reports whether err is the peer breaking the protocol.
+func protocolErr(err error) bool {
+	for _, e := range []error{wire.ErrMalformed, wire.ErrTooLarge, wire.ErrMagic, wire.ErrVersion, ErrTruncated} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }

@@ -11,9 +11,6 @@ const (
 	// seqSamples is how many samples are kept: at least 80 s of history
 	// under constant load (a sample is taken only when write_seq moved).
 	seqSamples = 8192
-	// DefaultMirrorRetention is how long a mirror that left stays in the
-	// table.
-	DefaultMirrorRetention = 10 * time.Minute
 )
 
 // seqSample says that write_seq was first seen at seq at time at.

@@ -3,7 +3,6 @@ package replica
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -122,16 +121,6 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		werr = rerr
 	}
 	s.event(EventDisconnected, c, werr)
-}
-
-// protocolErr reports whether err is the peer breaking the protocol.
-func protocolErr(err error) bool {
-	for _, e := range []error{wire.ErrMalformed, wire.ErrTooLarge, wire.ErrMagic, wire.ErrVersion, ErrTruncated} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
 }
 
 // handshake reads HELLO and answers GEOMETRY (and MULTICAST).

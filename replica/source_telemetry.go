@@ -9,6 +9,10 @@ import (
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
+// DefaultMirrorRetention is how long a mirror that left stays in the
+// table.
+const DefaultMirrorRetention = 10 * time.Minute
+
 // MirrorInfo is one row of a source's table of mirrors (Server.Mirrors).
 //
 // Lag is measured against the source ring. LagRecords is the ring's

@@ -68,3 +68,11 @@ const (
 	MinMTU     = wire.MinMTU
 	MaxMTU     = wire.MaxMTU // jumbo frames: 9000 − 28
 )
+
+// DatagramSpec tells a transport factory what the source announced.
+type DatagramSpec struct {
+	Group  netip.AddrPort // multicast group and port; invalid for unicast
+	Source netip.AddrPort // the source's UDP address (unicast: punch to it)
+	Iface  netip.Addr     // local interface address (optional)
+	MTU    int
+}
