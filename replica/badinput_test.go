@@ -16,6 +16,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // biEvents collects a server's events.
@@ -88,31 +89,31 @@ func (r *biRig) dial(t *testing.T) *net.TCPConn {
 }
 
 // handshake sends a HELLO and reads GEOMETRY (and MULTICAST if flagged).
-func biHandshake(t *testing.T, c net.Conn, flags uint8) (replica.Header, replica.Multicast) {
+func biHandshake(t *testing.T, c net.Conn, flags uint8) (wire.Header, wire.Multicast) {
 	t.Helper()
-	if _, err := c.Write(replica.AppendHello(nil, replica.StartNewest, replica.Hello{Flags: flags})); err != nil {
+	if _, err := c.Write(wire.AppendHello(nil, wire.StartNewest, wire.Hello{Flags: flags})); err != nil {
 		t.Fatal(err)
 	}
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	defer c.SetReadDeadline(time.Time{})
-	b := make([]byte, replica.HeaderSize+48)
+	b := make([]byte, wire.HeaderSize+48)
 	if _, err := io.ReadFull(c, b); err != nil {
 		t.Fatal(err)
 	}
-	h, err := replica.ParseHeader(b, 48)
-	if err != nil || h.Kind != replica.KindGeometry {
+	h, err := wire.ParseHeader(b, 48)
+	if err != nil || h.Kind != wire.KindGeometry {
 		t.Fatalf("expected GEOMETRY: %+v %v", h, err)
 	}
-	if _, err := replica.ParseGeometry(b[replica.HeaderSize:]); err != nil {
+	if _, err := wire.ParseGeometry(b[wire.HeaderSize:]); err != nil {
 		t.Fatal(err)
 	}
-	var mc replica.Multicast
-	if h.Flags&replica.GeometryMulticast != 0 {
-		b = b[:replica.HeaderSize+16]
+	var mc wire.Multicast
+	if h.Flags&wire.GeometryMulticast != 0 {
+		b = b[:wire.HeaderSize+16]
 		if _, err := io.ReadFull(c, b); err != nil {
 			t.Fatal(err)
 		}
-		if mc, err = replica.ParseMulticast(b[replica.HeaderSize:]); err != nil {
+		if mc, err = wire.ParseMulticast(b[wire.HeaderSize:]); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,9 +132,9 @@ func biExpectClosed(t *testing.T, c net.Conn) {
 
 func TestBadInputTCP(t *testing.T) {
 	r := newBIRig(t)
-	nak := func(first, last uint64) []byte { return replica.AppendNak(nil, first, last) }
+	nak := func(first, last uint64) []byte { return wire.AppendNak(nil, first, last) }
 	badHello := func(edit func([]byte)) []byte {
-		b := replica.AppendHello(nil, 0, replica.Hello{})
+		b := wire.AppendHello(nil, 0, wire.Hello{})
 		edit(b)
 		return b
 	}
@@ -145,16 +146,16 @@ func TestBadInputTCP(t *testing.T) {
 		kind     replica.EventKind
 		want     error
 	}{
-		{"garbage", false, []byte("GET / HTTP/1.1\r\nHost: ringfire\r\n\r\n"), false, replica.EventRejected, replica.ErrMalformed},
-		{"truncated header", false, replica.AppendHello(nil, 0, replica.Hello{})[:9], true, replica.EventRejected, replica.ErrTruncated},
-		{"wrong magic", false, badHello(func(b []byte) { b[16] = 'X' }), false, replica.EventRejected, replica.ErrMagic},
-		{"wrong version", false, badHello(func(b []byte) { b[24] = 2 }), false, replica.EventRejected, replica.ErrVersion},
-		{"oversized length", false, badHello(func(b []byte) { b[6] = 0x10 }), false, replica.EventRejected, replica.ErrTooLarge},
-		{"NAK before HELLO", false, nak(1, 1), false, replica.EventRejected, replica.ErrMalformed},
-		{"NAK never sent", true, nak(1<<40, 1<<40+5), false, replica.EventDisconnected, replica.ErrMalformed},
-		{"NAK too wide", true, nak(1, 1+replica.MaxNakRecords), false, replica.EventDisconnected, replica.ErrMalformed},
-		{"NAK reversed", true, nak(50, 10), false, replica.EventDisconnected, replica.ErrMalformed},
-		{"oversized after HELLO", true, append([]byte{6, 0, 0, 0, 0, 0, 1, 0}, make([]byte, 8)...), false, replica.EventDisconnected, replica.ErrTooLarge},
+		{"garbage", false, []byte("GET / HTTP/1.1\r\nHost: ringfire\r\n\r\n"), false, replica.EventRejected, wire.ErrMalformed},
+		{"truncated header", false, wire.AppendHello(nil, 0, wire.Hello{})[:9], true, replica.EventRejected, replica.ErrTruncated},
+		{"wrong magic", false, badHello(func(b []byte) { b[16] = 'X' }), false, replica.EventRejected, wire.ErrMagic},
+		{"wrong version", false, badHello(func(b []byte) { b[24] = 2 }), false, replica.EventRejected, wire.ErrVersion},
+		{"oversized length", false, badHello(func(b []byte) { b[6] = 0x10 }), false, replica.EventRejected, wire.ErrTooLarge},
+		{"NAK before HELLO", false, nak(1, 1), false, replica.EventRejected, wire.ErrMalformed},
+		{"NAK never sent", true, nak(1<<40, 1<<40+5), false, replica.EventDisconnected, wire.ErrMalformed},
+		{"NAK too wide", true, nak(1, 1+wire.MaxNakRecords), false, replica.EventDisconnected, wire.ErrMalformed},
+		{"NAK reversed", true, nak(50, 10), false, replica.EventDisconnected, wire.ErrMalformed},
+		{"oversized after HELLO", true, append([]byte{6, 0, 0, 0, 0, 0, 1, 0}, make([]byte, 8)...), false, replica.EventDisconnected, wire.ErrTooLarge},
 		{"half a NAK", true, nak(1, 2)[:20], true, replica.EventDisconnected, replica.ErrTruncated},
 	}
 	for _, c := range cases {
@@ -202,14 +203,14 @@ func TestBadInputUDP(t *testing.T) {
 	r := newBIRig(t)
 	// A session of our own, to know a valid token.
 	ctl := r.dial(t)
-	_, mc := biHandshake(t, ctl, replica.HelloUDP|replica.HelloUnicast)
+	_, mc := biHandshake(t, ctl, wire.HelloUDP|wire.HelloUnicast)
 	if !mc.Unicast() || mc.Port != biUDPPort || mc.Session != r.srv.Session() {
 		t.Fatalf("MULTICAST %+v, session %d", mc, r.srv.Session())
 	}
 	go io.Copy(io.Discard, ctl)
 	u := listenUDP(t, r.p.B, r.p.BAddr)
 	to := net.UDPAddrFromAddrPort(netip.AddrPortFrom(r.p.AAddr, biUDPPort))
-	punch := func(flags uint8, seq uint64) []byte { return replica.AppendEmpty(nil, replica.KindPunch, flags, seq) }
+	punch := func(flags uint8, seq uint64) []byte { return wire.AppendEmpty(nil, wire.KindPunch, flags, seq) }
 	tok := uint64(mc.Token)
 	cases := []struct {
 		name      string
@@ -222,7 +223,7 @@ func TestBadInputUDP(t *testing.T) {
 		{"wrong length", append(punch(mc.Session, tok), 0, 0, 0, 0), false},
 		{"short", punch(mc.Session, tok)[:8], false},
 		{"garbage", []byte(strings.Repeat("\xffgarbage", 20)), false},
-		{"not a PUNCH", replica.AppendEmpty(nil, replica.KindHeartbeat, mc.Session, tok), false},
+		{"not a PUNCH", wire.AppendEmpty(nil, wire.KindHeartbeat, mc.Session, tok), false},
 	}
 	for _, c := range cases {
 		before := r.srv.Stats()
@@ -262,12 +263,12 @@ func TestBadInputFromSource(t *testing.T) {
 	// mirror has published them, then sends tail.
 	good := func(n int, tail []byte) func(net.Conn, uint64) error {
 		return func(c net.Conn, start uint64) error {
-			if start == replica.StartOldest || start == replica.StartNewest {
+			if start == wire.StartOldest || start == wire.StartNewest {
 				start = 1
 			}
-			b := replica.AppendGeometry(nil, start, 0, geom)
+			b := wire.AppendGeometry(nil, start, 0, geom)
 			b = append(b, dataFrame(0, start, n, 1)...)
-			b = replica.AppendEmpty(b, replica.KindHeartbeat, 0, start+uint64(n)-1)
+			b = wire.AppendEmpty(b, wire.KindHeartbeat, 0, start+uint64(n)-1)
 			if _, err := c.Write(b); err != nil {
 				return err
 			}
@@ -277,7 +278,7 @@ func TestBadInputFromSource(t *testing.T) {
 			if _, err := c.Write(tail); err != nil || len(tail) == 0 {
 				return err
 			}
-			if h, err := replica.ParseHeader(tail, 1<<20); err == nil && len(tail) == replica.HeaderSize+int(h.Len) {
+			if h, err := wire.ParseHeader(tail, 1<<20); err == nil && len(tail) == wire.HeaderSize+int(h.Len) {
 				// A whole bad frame: wait for the mirror to hang up, so
 				// that it meets the frame before our end of stream.
 				c.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -290,15 +291,15 @@ func TestBadInputFromSource(t *testing.T) {
 	badGeom.Capacity = 1000
 	wrongLen := dataFrame(0, 61, 2, 1)
 	wrongLen[4] = 56 // len 56 for count 2
-	wrongLen = wrongLen[:replica.HeaderSize+56]
+	wrongLen = wrongLen[:wire.HeaderSize+56]
 	f := newFakeSource(t, p.A, p.AAddr,
 		good(50, nil), // then a clean close
 		func(c net.Conn, start uint64) error {
-			_, err := c.Write(replica.AppendGeometry(nil, start, 0, badGeom))
+			_, err := c.Write(wire.AppendGeometry(nil, start, 0, badGeom))
 			return err
 		},
 		good(10, wrongLen),
-		good(10, dataFrame(0, 71, 10, 1)[:replica.HeaderSize+100]), // then close mid-frame
+		good(10, dataFrame(0, 71, 10, 1)[:wire.HeaderSize+100]), // then close mid-frame
 	)
 	m, ring := f.mirror(t, replica.MirrorConfig{Once: true, DialTimeout: 5 * time.Second, From: fromOldest})
 	runs := []struct {
@@ -308,8 +309,8 @@ func TestBadInputFromSource(t *testing.T) {
 		last uint64 // the mirror ring holds 1..last afterwards
 	}{
 		{"clean close", nil, "", 50},
-		{"bad GEOMETRY", replica.ErrMalformed, "capacity", 50},
-		{"DATA length", replica.ErrMalformed, "DATA", 60},
+		{"bad GEOMETRY", wire.ErrMalformed, "capacity", 50},
+		{"DATA length", wire.ErrMalformed, "DATA", 60},
 		{"mid-frame", replica.ErrTruncated, "mid-frame", 70},
 	}
 	for _, r := range runs {

@@ -4,7 +4,77 @@
 // has a TCP control connection (handshake, history, NAK repair); records
 // travel over it or as UDP datagrams (multicast, or unicast after a punch)
 // through a Transport. The wire is ringfire's replication protocol,
-// version 1, described in docs/protocol.md.
+// version 1, described in docs/protocol.md; its codec is package
+// replica/wire.
+//
+// # Files
+//
+// source_*.go hold the serving side (Server, its sessions, the datagram
+// sender, the ring feed, the mirror table), mirror_*.go the mirroring side
+// (Mirror, its connection, sequencer, ring and STATUS reports);
+// transport.go, udp*.go, stats.go, events.go and read_frame.go are shared.
+//
+// # Goroutines of a Server
+//
+// Serve runs, until its context ends or Close:
+//
+//   - the accept loop (Serve's own goroutine), parked in the Go netpoller
+//     on the listener; a helper goroutine closes the listener when the
+//     context ends, which wakes it.
+//   - the sender (sendLoop), the only goroutine that sleeps on the served
+//     ring's futex (Ring.Await: the producer's publish wakes it; with
+//     ServerConfig.Spin it busy-polls), bounded by a timer-like deadline
+//     (the datagram heartbeat, 1 ms, or the linger of a pending frame; 200 ms
+//     without datagrams). It sends DATA and heartbeat datagrams through the
+//     Transport (kernel UDP waits for socket room in the netpoller) and,
+//     whenever write_seq moved, wakes every session through its wake
+//     channel (capacity 1, never blocking).
+//   - punchLoop, when there is a datagram transport: RecvBatch with a
+//     100 ms wait (the netpoller, for kernel UDP). A PUNCH publishes the
+//     mirror's address to the sender (dests, an atomic pointer).
+//   - telemetryLoop: a 10 ms ticker; samples write_seq, raises and clears
+//     the lag events, forgets mirrors that left.
+//   - watchRing: a 200 ms ticker; when the ring file is replaced it closes
+//     every connection and cancels Serve's context.
+//   - per mirror, two goroutines. serveConn's goroutine does the handshake
+//     and then writes (writeLoop): history and streamed records over TCP,
+//     sleeping on its wake channel (the sender) or a timer (the TCP
+//     heartbeat, 200 ms; 1 ms while catching up; once datagrams carry
+//     the records, only the heartbeat timer), never on the futex, which
+//     would hold a thread per mirror. The reader (readLoop) is
+//     parked in the netpoller on the connection: it answers a NAK itself,
+//     writing under the session's lock, and applies a STATUS to the mirror
+//     table, whose change closes a channel that wakes Server.Wait.
+//
+// ServerConfig.Events is called from the connection's goroutine (connect,
+// disconnect, reject, no punch) and from telemetryLoop (lag events).
+//
+// # Goroutines of a Mirror
+//
+// A Mirror works in the goroutine that calls Run (or Connect and Step):
+// it dials and does the handshake synchronously, then steps. A step takes
+// the control frames queued by the reader (a channel), receives datagrams
+// with Transport.RecvBatch (waiting up to 1 ms when idle, in the netpoller
+// for kernel UDP; without datagrams it waits on the frame channel with a
+// timer instead; with Spin it never waits), writes the records into the
+// mirror ring and publishes write_seq there (shm wakes the ring's futex
+// waiters, the mirror's local readers), writes a NAK itself when one is
+// due, and hands a STATUS to the status writer. Between connections Run
+// waits MirrorConfig.Reconnect on a timer. Two goroutines live with each
+// connection:
+//
+//   - the reader (conn.readLoop), parked in the netpoller on the TCP
+//     connection, parses frames into pooled buffers and queues them on the
+//     frame channel (256 deep: it blocks when the mirror falls behind); it
+//     ends with an error on a channel of its own, which Step returns once
+//     the frames queued before it are applied.
+//   - the status writer, when the source takes telemetry: it waits on a
+//     one-slot channel (the newest STATUS replaces an unsent one) and
+//     writes each frame with one Write; a failed write closes the
+//     connection, so that the reader, then Step, see the error.
+//
+// MirrorConfig.Events is called from the goroutine that calls Run,
+// Connect, Step or Close.
 //
 // # Mirror telemetry (a negotiated extension)
 //

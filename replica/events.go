@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"net"
+	"net/netip"
 )
 
 // EventKind says what happened to a mirror connection.
@@ -24,11 +25,14 @@ const (
 var eventNames = [...]string{"connected", "disconnected", "rejected", "no punch, falling back to TCP",
 	"lagging: past half the ring's capacity", "lag recovered"}
 
-func (k EventKind) String() string {
-	if k >= 0 && int(k) < len(eventNames) {
-		return eventNames[k]
+func (k EventKind) String() string { return kindName(eventNames[:], int(k), "EventKind") }
+
+// kindName is names[k], or type(k) for a kind without a name.
+func kindName(names []string, k int, typ string) string {
+	if k >= 0 && k < len(names) {
+		return names[k]
 	}
-	return fmt.Sprintf("EventKind(%d)", int(k))
+	return fmt.Sprintf("%s(%d)", typ, k)
 }
 
 // Event reports a change of a mirror connection. The library never logs;
@@ -49,4 +53,12 @@ func (s *Server) emit(e Event) {
 	if s.cfg.Events != nil {
 		s.cfg.Events(e)
 	}
+}
+
+// tcpAddr is a as a net.Addr (nil when it is not valid).
+func tcpAddr(a netip.AddrPort) net.Addr {
+	if !a.IsValid() {
+		return nil
+	}
+	return net.TCPAddrFromAddrPort(a)
 }

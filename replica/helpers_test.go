@@ -18,6 +18,7 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -130,16 +131,16 @@ func dialTCP(t *testing.T, ns *netns.NS, addr string) *net.TCPConn {
 
 // frameReader gives c 5 s and returns a function reading its next frame
 // (the payload is skipped).
-func frameReader(t *testing.T, c net.Conn) func() replica.Header {
+func frameReader(t *testing.T, c net.Conn) func() wire.Header {
 	c.SetDeadline(time.Now().Add(5 * time.Second))
 	br := bufio.NewReader(c)
-	return func() replica.Header {
+	return func() wire.Header {
 		t.Helper()
-		var hb [replica.HeaderSize]byte
+		var hb [wire.HeaderSize]byte
 		if _, err := io.ReadFull(br, hb[:]); err != nil {
 			t.Fatal(err)
 		}
-		h, err := replica.ParseHeader(hb[:], 1<<20)
+		h, err := wire.ParseHeader(hb[:], 1<<20)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,22 +193,22 @@ func runIn(ns *netns.NS, m *replica.Mirror, timeout time.Duration) error {
 // dataFrame is a DATA frame of synthetic records first..first+n-1 stamped
 // with stamp, its flags the session byte.
 func dataFrame(session uint8, first uint64, n int, stamp uint64) []byte {
-	b := make([]byte, replica.HeaderSize+recordSize*n)
-	replica.Header{Kind: replica.KindData, Flags: session, Count: uint16(n), Len: uint32(recordSize * n), Seq: first}.Put(b)
+	b := make([]byte, wire.HeaderSize+recordSize*n)
+	wire.Header{Kind: wire.KindData, Flags: session, Count: uint16(n), Len: uint32(recordSize * n), Seq: first}.Put(b)
 	for i := range n {
-		synth.Fill(b[replica.HeaderSize+recordSize*i:replica.HeaderSize+recordSize*(i+1)], first+uint64(i), stamp)
+		synth.Fill(b[wire.HeaderSize+recordSize*i:wire.HeaderSize+recordSize*(i+1)], first+uint64(i), stamp)
 	}
 	return b
 }
 
 // fakeGeometry is the GEOMETRY of a fixed ring of 1024 synthetic records.
-func fakeGeometry(t *testing.T) replica.Geometry {
+func fakeGeometry(t *testing.T) wire.Geometry {
 	t.Helper()
 	l, err := shm.NewLayout(shm.RingConfig{PayloadSize: recordSize, Capacity: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return replica.GeometryOf(l)
+	return wire.GeometryOf(l)
 }
 
 // fakeSource is a fake source in a namespace: it serves each accepted
@@ -234,11 +235,11 @@ func newFakeSource(t *testing.T, ns *netns.NS, addr netip.Addr, scripts ...func(
 				f.errc <- err
 				return
 			}
-			b := make([]byte, replica.HeaderSize+16)
+			b := make([]byte, wire.HeaderSize+16)
 			_, err = io.ReadFull(c, b)
-			h, _ := replica.ParseHeader(b, 16)
+			h, _ := wire.ParseHeader(b, 16)
 			if err == nil {
-				_, err = replica.ParseHello(b[replica.HeaderSize:])
+				_, err = wire.ParseHello(b[wire.HeaderSize:])
 			}
 			if err == nil {
 				err = script(c, h.Seq)

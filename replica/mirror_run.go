@@ -3,211 +3,8 @@ package replica
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 )
-
-// A unicast mirror punches every punchEarly until a datagram arrives, then
-// every punchEvery to keep its NAT mapping alive.
-const (
-	punchEarly = 50 * time.Millisecond
-	punchEvery = time.Second
-)
-
-// Step handles what has arrived — at most stepLimit TCP frames and
-// datagrams together — without blocking, sends a NAK if one is due and
-// publishes the records written. It returns how many frames and datagrams
-// it handled. A single-threaded caller interleaves Step with its own work;
-// the mirror never waits for its local readers.
-func (m *Mirror) Step() (int, error) { return m.step(0) }
-
-// step is Step that, when nothing is queued, waits up to wait for the
-// first datagram or frame.
-func (m *Mirror) step(wait time.Duration) (n int, err error) {
-	c := m.c
-	if c == nil {
-		return 0, fmt.Errorf("mirror: %w: not connected", ErrClosed)
-	}
-	defer func() {
-		if err != nil {
-			m.ring.publish() // what was stored before the error is good
-		}
-	}()
-	n, err = m.drainTCP(c, stepLimit)
-	if err != nil {
-		return n, err
-	}
-	if c.udp != nil {
-		w := wait
-		if n > 0 {
-			w = 0
-		}
-		k, err := m.recvDatagrams(c, stepLimit-n, w)
-		n += k
-		if err != nil {
-			return n, err
-		}
-	} else if n == 0 && wait != 0 {
-		k, err := m.waitTCP(c, wait)
-		n += k
-		if err != nil {
-			return n, err
-		}
-	}
-	now := time.Now()
-	if err := m.finishStep(c, now); err != nil {
-		return n, err
-	}
-	return n, nil
-}
-
-func (m *Mirror) finishStep(c *conn, now time.Time) error {
-	if err := m.ring.publish(); err != nil {
-		return err
-	}
-	if first, last, ok := m.seq.wantNak(now); ok {
-		m.nakBuf = AppendNak(m.nakBuf[:0], first, last)
-		c.tcp.SetWriteDeadline(now.Add(5 * time.Second))
-		if _, err := c.tcp.Write(m.nakBuf); err != nil {
-			return fmt.Errorf("mirror: send NAK: %w", err)
-		}
-	}
-	interval := punchEvery
-	if m.stats.Datagrams == 0 {
-		interval = punchEarly // until the source answers
-	}
-	if c.udp != nil && c.mc.Unicast() && now.Sub(m.lastPunch) >= interval {
-		if err := m.punch(now); err != nil {
-			return err
-		}
-	}
-	if now.Sub(m.lastPublic) >= time.Millisecond {
-		m.publishStats(now)
-	}
-	m.reportStatus(c, now)
-	return nil
-}
-
-// drainTCP handles up to limit queued control frames.
-func (m *Mirror) drainTCP(c *conn, limit int) (int, error) {
-	n := 0
-	for n < limit {
-		select {
-		case f := <-c.frames:
-			n++
-			err := m.handleTCP(f.h, f.p)
-			c.release(f.buf)
-			if err != nil {
-				return n, err
-			}
-		case err := <-c.errc:
-			c.errc <- err // keep it for later calls
-			if len(c.frames) == 0 {
-				return n, err
-			}
-			// The reader queued these frames before it failed: they
-			// come first (select picks a ready case at random).
-		default:
-			return n, nil
-		}
-	}
-	return n, nil
-}
-
-// waitTCP blocks up to wait (negative: forever) for one control frame.
-func (m *Mirror) waitTCP(c *conn, wait time.Duration) (int, error) {
-	var timeout <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case f := <-c.frames:
-		err := m.handleTCP(f.h, f.p)
-		c.release(f.buf)
-		return 1, err
-	case err := <-c.errc:
-		c.errc <- err
-		if len(c.frames) > 0 {
-			return 0, nil // frames queued before the error: the next step
-		}
-		return 0, err
-	case <-timeout:
-		return 0, nil
-	}
-}
-
-// handleTCP applies one control-connection frame.
-func (m *Mirror) handleTCP(h Header, p []byte) error {
-	switch h.Kind {
-	case KindData:
-		if err := m.shape.CheckData(h, p); err != nil {
-			return err
-		}
-		m.stats.Frames++
-		m.stats.Bytes += uint64(len(p))
-		return m.seq.data(h, p, true)
-	case KindGap:
-		return m.seq.gap(h.Seq)
-	case KindHeartbeat:
-		m.seq.heartbeat(h.Seq)
-		m.seq.suppressNaks = false // the TCP catch-up, if any, is over
-		return nil
-	}
-	return fmt.Errorf("%w: unexpected %v from the source", ErrMalformed, h.Kind)
-}
-
-// recvDatagrams receives and applies up to limit datagrams.
-func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, error) {
-	if limit <= 0 {
-		return 0, nil
-	}
-	ms := m.msgs[:limit]
-	for i := range ms {
-		ms[i].Buf = m.bufs[i]
-	}
-	k, err := c.udp.RecvBatch(ms, wait)
-	if err != nil {
-		return 0, fmt.Errorf("mirror: receive: %w", err)
-	}
-	for i := range k {
-		if err := m.handleDatagram(ms[i].Buf[:ms[i].N]); err != nil {
-			return k, err
-		}
-	}
-	m.stats.Datagrams += uint64(k)
-	return k, nil
-}
-
-// handleDatagram applies one datagram; bad ones are counted and dropped.
-func (m *Mirror) handleDatagram(b []byte) error {
-	h, err := ParseHeader(b, len(b))
-	if err != nil || int(h.Len) != len(b)-HeaderSize {
-		m.stats.Malformed++
-		return nil
-	}
-	if h.Flags != m.c.mc.Session {
-		m.stats.OtherSession++
-		return nil
-	}
-	switch h.Kind {
-	case KindData:
-		p := b[HeaderSize:]
-		if m.shape.CheckData(h, p) != nil {
-			m.stats.Malformed++
-			return nil
-		}
-		m.stats.Frames++
-		m.stats.Bytes += uint64(len(p))
-		return m.seq.data(h, p, false)
-	case KindHeartbeat:
-		m.seq.heartbeat(h.Seq)
-		return nil
-	}
-	m.stats.Malformed++
-	return nil
-}
 
 // Run keeps the mirror up to date until ctx is done: it connects (and
 // reconnects after Reconnect unless Once is set), steps, and blocks briefly
@@ -223,15 +20,17 @@ func (m *Mirror) Run(ctx context.Context) error {
 		if m.c == nil {
 			if err := m.Connect(ctx); err != nil {
 				if m.cfg.Once || ctx.Err() != nil {
+					m.connectFailed(ctx, err, 0)
 					return ctxOr(ctx, err)
 				}
+				m.connectFailed(ctx, err, m.cfg.Reconnect)
 				sleepCtx(ctx, m.cfg.Reconnect)
 				continue
 			}
 		}
 		_, err := m.step(idle)
 		if err != nil {
-			m.disconnect()
+			m.disconnect(err)
 			if m.cfg.Once || ctx.Err() != nil {
 				return ctxOr(ctx, err)
 			}
@@ -242,6 +41,14 @@ func (m *Mirror) Run(ctx context.Context) error {
 	return nil
 }
 
+// connectFailed reports a failed attempt to connect, unless it failed
+// because ctx ended.
+func (m *Mirror) connectFailed(ctx context.Context, err error, backoff time.Duration) {
+	if ctx.Err() == nil {
+		m.emit(MirrorConnectFailed, err, backoff)
+	}
+}
+
 // ctxOr is the error Run returns: none once ctx is done, and none when the
 // source closed the connection cleanly (a source that shuts down).
 func ctxOr(ctx context.Context, err error) error {
@@ -249,13 +56,4 @@ func ctxOr(ctx context.Context, err error) error {
 		return nil
 	}
 	return err
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ringfire/ringfire/internal/faulty"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // saStartLive serves src in mode (tweak may adjust the server's settings)
@@ -70,8 +71,8 @@ func TestRecoveryOfDroppedDatagrams(t *testing.T) {
 	eachMode(t, []string{"multicast", "unicast", "multicast/slow-sender", "unicast/slow-sender"}, func(t *testing.T, mode string) {
 		p, src := pairSource(t, 8192)
 		var data uint64 // DATA datagrams seen (under the faulty transport's lock)
-		faults := &faulty.Faults{Drop: func(k replica.Kind, _, _ uint64) bool {
-			if k != replica.KindData {
+		faults := &faulty.Faults{Drop: func(k wire.Kind, _, _ uint64) bool {
+			if k != wire.KindData {
 				return false
 			}
 			data++
@@ -117,7 +118,7 @@ func (d *saDropContaining) RecvBatch(ms []replica.Message, wait time.Duration) (
 	k := 0
 	for i := range n {
 		b := ms[i].Buf[:ms[i].N]
-		if h, perr := replica.ParseHeader(b, len(b)); perr == nil && h.Kind == replica.KindData && d.dropped.Load() == 0 {
+		if h, perr := wire.ParseHeader(b, len(b)); perr == nil && h.Kind == wire.KindData && d.dropped.Load() == 0 {
 			if s := d.target.Load(); s != 0 && h.Seq <= s && s < h.Seq+uint64(h.Count) {
 				d.dropped.Add(1)
 				d.at.Store(time.Now().UnixNano())
@@ -186,7 +187,7 @@ func TestLappedSourceGapsNeverDisorder(t *testing.T) {
 	eachMode(t, udpModes, func(t *testing.T, mode string) {
 		p, src := pairSource(t, 256)
 		var blackout atomic.Bool
-		faults := &faulty.Faults{Drop: func(replica.Kind, uint64, uint64) bool { return blackout.Load() }}
+		faults := &faulty.Faults{Drop: func(wire.Kind, uint64, uint64) bool { return blackout.Load() }}
 		srv, mr := saStartLive(t, p, src, mode, faults, nil)
 		src.pushPaced(1000, 20, 200*time.Microsecond)
 		mr.waitFor(1000, 10*time.Second)
@@ -234,7 +235,7 @@ func TestOtherSessionIgnored(t *testing.T) {
 			dgrams = append(dgrams, saForeignData(other, seq, 1))
 		}
 		dgrams = append(dgrams, saForeignData(other, 1001, 3), saForeignData(other, 1, 26),
-			replica.AppendEmpty(nil, replica.KindHeartbeat, other, 1_000_000))
+			wire.AppendEmpty(nil, wire.KindHeartbeat, other, 1_000_000))
 		dst := mcastGroup()
 		if baseMode(mode) == "unicast" {
 			dst = mr.faults.LocalAddr()
@@ -287,9 +288,9 @@ func TestReorderedDatagramsWrittenInOrder(t *testing.T) {
 	eachMode(t, udpModes, func(t *testing.T, mode string) {
 		p, src := pairSource(t, 8192)
 		faults := &faulty.Faults{
-			Hold:  func(_ replica.Kind, _, n uint64) bool { return n%5 == 0 },
+			Hold:  func(_ wire.Kind, _, n uint64) bool { return n%5 == 0 },
 			Delay: 3,
-			Dup:   func(_ replica.Kind, _, n uint64) bool { return n%7 == 3 },
+			Dup:   func(_ wire.Kind, _, n uint64) bool { return n%7 == 3 },
 		}
 		_, mr := saStartLive(t, p, src, mode, faults, nil)
 		src.pushPaced(6000, 50, 200*time.Microsecond)
@@ -324,16 +325,16 @@ func saNakGapWithinRange(t *testing.T) {
 	read := frameReader(t, c) // one frame; its payload is skipped
 	// HELLO and the NAK in one write: the session reads the NAK after its
 	// handshake, from the same buffered stream.
-	hello := replica.AppendHello(nil, replica.StartNewest, replica.Hello{Flags: replica.HelloUDP})
-	if _, err := c.Write(replica.AppendNak(hello, 100, 200)); err != nil {
+	hello := wire.AppendHello(nil, wire.StartNewest, wire.Hello{Flags: wire.HelloUDP})
+	if _, err := c.Write(wire.AppendNak(hello, 100, 200)); err != nil {
 		t.Fatal(err)
 	}
 	for {
 		switch h := read(); {
-		case h.Kind == replica.KindGeometry, h.Kind == replica.KindMulticast, h.Kind == replica.KindHeartbeat,
-			h.Kind == replica.KindData && h.Seq >= 1000: // the handshake, the catch-up from the newest record
+		case h.Kind == wire.KindGeometry, h.Kind == wire.KindMulticast, h.Kind == wire.KindHeartbeat,
+			h.Kind == wire.KindData && h.Seq >= 1000: // the handshake, the catch-up from the newest record
 			continue
-		case h.Kind == replica.KindGap:
+		case h.Kind == wire.KindGap:
 			if h.Seq != 201 {
 				t.Fatalf("NAK 100..200 answered with GAP to %d (records 201..%d declared lost unasked); server %+v", h.Seq, h.Seq-1, srv.Stats())
 			}

@@ -25,14 +25,13 @@ func TestLateMirrorFromOldest(t *testing.T) {
 		p, src := pairSource(t, 8192)
 		src.push(6000) // five 64 KiB TCP frames of history
 		_, mr := serveMirrored(t, p, src, mode, fromOldest, nil)
-		joined := false // seen connected while the source pushed
-		for range 200 { // ~10k records/s while the mirror joins and catches up
-			src.push(10)
-			joined = joined || mr.m.Stats().Connects > 0
-			time.Sleep(500 * time.Microsecond)
-		}
+		// The source pushes 2000 more records at ~10k records/s while the
+		// mirror joins and catches up; the last 500 only once it is
+		// connected, so that records published after its handshake are
+		// among those the checks below require.
+		src.pushPaced(1500, 10, 500*time.Microsecond)
 		mr.connected()
-		t.Logf("mirror joined while the source pushed: %v", joined)
+		src.pushPaced(500, 10, 500*time.Microsecond)
 		mr.waitFor(8000, 10*time.Second)
 		mr.close()
 		st := mr.m.Stats()
@@ -263,9 +262,19 @@ func TestMulticastLiveDelivery(t *testing.T) {
 	}
 	// The server counts a batch after its send call returns, which can be
 	// after the mirrors already have it.
-	poll(5*time.Second, time.Millisecond, func() bool { return srv.Stats().Records >= 6000 })
+	waitUntil(t, 5*time.Second, "the server to count 6000 records sent over UDP", func() bool { return srv.Stats().Records >= 6000 })
 	s1 := srv.Stats()
-	time.Sleep(20 * time.Millisecond) // what s1 counts has arrived
+	// What s1 counts was sent; wait until (all but the tolerated 5% of)
+	// it has been received.
+	dgramsSent := s1.Datagrams - s0.Datagrams
+	waitUntil(t, 5*time.Second, "the mirrors to receive the datagrams sent", func() bool {
+		for i, mr := range mirrors {
+			if mr.m.Stats().Datagrams-before[i].Datagrams < dgramsSent-dgramsSent/20 {
+				return false
+			}
+		}
+		return true
+	})
 	var after []replica.MirrorStats
 	for _, mr := range mirrors {
 		after = append(after, mr.m.Stats())

@@ -15,6 +15,7 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -180,7 +181,7 @@ func TestLargeNakAnsweredOnce(t *testing.T) {
 	p, src := pairSource(t, 1<<17)
 	src.serve(replica.ServerConfig{Multicast: mcastGroup()})
 	const lo, hi, last = 1001, 61000, 70000
-	drop := func(k replica.Kind, seq, _ uint64) bool { return k == replica.KindData && seq >= lo && seq <= hi }
+	drop := func(k wire.Kind, seq, _ uint64) bool { return k == wire.KindData && seq >= lo && seq <= hi }
 	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{From: fromOldest}, &faulty.Faults{Drop: drop})
 	waitDatagrams(t, mr)
 	src.push(last)

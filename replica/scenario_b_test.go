@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -146,7 +147,7 @@ func TestHubResumedHoleReachesLiveLeaf(t *testing.T) {
 	const last, hole = 9000, 3904 - 2000
 	hubM.waitFor(last, 10*time.Second)
 	leaf.waitFor(last, 10*time.Second)
-	time.Sleep(50 * time.Millisecond) // the reader takes the last records
+	waitUntil(t, 10*time.Second, "the leaf's reader at the last record", func() bool { return reader.progress.Load() >= last })
 	read, skipped, lastRead := reader.stop(t)
 	hsrv, lst := finish(t, hub.srv, leaf)
 	t.Logf("leaf reader: read %d, skipped %d, last %d", read, skipped, lastRead)
@@ -195,9 +196,9 @@ func TestNakAnswerGapStaysInRange(t *testing.T) {
 	src.serve(replica.ServerConfig{})
 	c := dialTCP(t, p.B, src.srv.Addr().String())
 	readFrame := frameReader(t, c)
-	read := func() replica.Header { // the next frame that is not a heartbeat
+	read := func() wire.Header { // the next frame that is not a heartbeat
 		for {
-			if h := readFrame(); h.Kind != replica.KindHeartbeat {
+			if h := readFrame(); h.Kind != wire.KindHeartbeat {
 				return h
 			}
 		}
@@ -206,29 +207,29 @@ func TestNakAnswerGapStaysInRange(t *testing.T) {
 	follow := func(last uint64) {
 		for next := uint64(1); next <= last; {
 			switch h := read(); h.Kind {
-			case replica.KindData:
+			case wire.KindData:
 				next = h.Seq + uint64(h.Count)
-			case replica.KindGap:
+			case wire.KindGap:
 				next = h.Seq
 			default:
 				t.Fatalf("unexpected %v", h.Kind)
 			}
 		}
 	}
-	if _, err := c.Write(replica.AppendHello(nil, 1, replica.Hello{})); err != nil {
+	if _, err := c.Write(wire.AppendHello(nil, 1, wire.Hello{})); err != nil {
 		t.Fatal(err)
 	}
-	if h := read(); h.Kind != replica.KindGeometry || h.Seq != 1 {
+	if h := read(); h.Kind != wire.KindGeometry || h.Seq != 1 {
 		t.Fatalf("got %v %d, want GEOMETRY 1", h.Kind, h.Seq)
 	}
 	follow(10)
 	src.push(100) // the ring of 16 now holds 95..110 only
 	follow(110)
-	if _, err := c.Write(replica.AppendNak(nil, 3, 5)); err != nil {
+	if _, err := c.Write(wire.AppendNak(nil, 3, 5)); err != nil {
 		t.Fatal(err)
 	}
 	h := read()
-	if h.Kind != replica.KindGap {
+	if h.Kind != wire.KindGap {
 		t.Fatalf("NAK 3..5 of overwritten records answered with %v %d, want a GAP", h.Kind, h.Seq)
 	}
 	if h.Seq != 6 {

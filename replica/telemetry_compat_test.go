@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -27,9 +28,9 @@ func v1Stream(t *testing.T, src *source, n int, flags uint8) []byte {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	b := replica.AppendGeometry(nil, 1, flags, replica.GeometryOf(r.Layout()))
-	b = append(b, make([]byte, replica.HeaderSize)...)
-	replica.Header{Kind: replica.KindData, Count: uint16(n), Len: uint32(n * recordSize), Seq: 1}.Put(b[len(b)-replica.HeaderSize:])
+	b := wire.AppendGeometry(nil, 1, flags, wire.GeometryOf(r.Layout()))
+	b = append(b, make([]byte, wire.HeaderSize)...)
+	wire.Header{Kind: wire.KindData, Count: uint16(n), Len: uint32(n * recordSize), Seq: 1}.Put(b[len(b)-wire.HeaderSize:])
 	rec := make([]byte, recordSize)
 	for seq := uint64(1); seq <= uint64(n); seq++ {
 		if st, _ := r.ReadSlot(seq, rec); st != shm.SlotReady {
@@ -37,7 +38,7 @@ func v1Stream(t *testing.T, src *source, n int, flags uint8) []byte {
 		}
 		b = append(b, rec...)
 	}
-	return replica.AppendEmpty(b, replica.KindHeartbeat, 0, uint64(n))
+	return wire.AppendEmpty(b, wire.KindHeartbeat, 0, uint64(n))
 }
 
 // A raw version-1 peer gets byte for byte the version-1 stream; a peer
@@ -50,10 +51,10 @@ func TestTelemetryV1PeerBytes(t *testing.T) {
 	srv := src.serve(replica.ServerConfig{})
 	for _, tc := range []struct {
 		hello, geometry uint8
-	}{{0, 0}, {replica.HelloTelemetry, replica.GeometryTelemetry}} {
+	}{{0, 0}, {wire.HelloTelemetry, wire.GeometryTelemetry}} {
 		c := dialTCP(t, p.B, srv.Addr().String())
 		c.SetDeadline(time.Now().Add(5 * time.Second))
-		if _, err := c.Write(replica.AppendHello(nil, replica.StartOldest, replica.Hello{Flags: tc.hello})); err != nil {
+		if _, err := c.Write(wire.AppendHello(nil, wire.StartOldest, wire.Hello{Flags: tc.hello})); err != nil {
 			t.Fatal(err)
 		}
 		want := v1Stream(t, src, 10, tc.geometry)
@@ -69,7 +70,7 @@ func TestTelemetryV1PeerBytes(t *testing.T) {
 			t.Fatalf("HELLO flags %#x: table %+v", tc.hello, rows)
 		}
 		bad := srv.Stats().BadFrames
-		c.Write(replica.AppendStatus(nil, replica.Status{Interval: time.Second, Applied: 10}))
+		c.Write(wire.AppendStatus(nil, wire.Status{Interval: time.Second, Applied: 10}))
 		if tc.hello == 0 {
 			if _, err := io.ReadAll(c); err != nil {
 				t.Fatalf("v1 peer sending STATUS: %v, want the connection closed", err)
@@ -145,11 +146,11 @@ func TestTelemetryOldSource(t *testing.T) {
 			}
 			defer c.Close()
 			c.SetDeadline(time.Now().Add(5 * time.Second))
-			r.hello = make([]byte, replica.HeaderSize+16)
+			r.hello = make([]byte, wire.HeaderSize+16)
 			if _, r.err = io.ReadFull(c, r.hello); r.err != nil {
 				return
 			}
-			b := replica.AppendGeometry(nil, 1, 0, geom)
+			b := wire.AppendGeometry(nil, 1, 0, geom)
 			b = append(b, dataFrame(0, 1, 5, 7)...)
 			if _, r.err = c.Write(b); r.err != nil {
 				return
@@ -168,11 +169,11 @@ func TestTelemetryOldSource(t *testing.T) {
 		}
 		r := <-res
 		ln.Close()
-		flags := replica.HelloTelemetry
+		flags := wire.HelloTelemetry
 		if off {
 			flags = 0
 		}
-		want := replica.AppendHello(nil, replica.StartOldest, replica.Hello{Flags: flags})
+		want := wire.AppendHello(nil, wire.StartOldest, wire.Hello{Flags: flags})
 		if r.err != nil || !bytes.Equal(r.hello, want) || len(r.after) != 0 {
 			t.Fatalf("telemetry off=%v: %v, HELLO % x (want % x), then % x", off, r.err, r.hello, want, r.after)
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"net/netip"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // Message is one datagram of a batch.
@@ -59,3 +61,18 @@ var (
 	// producer restarted); serve it again to pick the new one up.
 	ErrRingReplaced = errors.New("replica: the ring file was replaced")
 )
+
+// Datagram budgets, header included, for ServerConfig.MTU (the wire's).
+const (
+	DefaultMTU = wire.DefaultMTU // 1500 − 20 IPv4 − 8 UDP
+	MinMTU     = wire.MinMTU
+	MaxMTU     = wire.MaxMTU // jumbo frames: 9000 − 28
+)
+
+// DatagramSpec tells a transport factory what the source announced.
+type DatagramSpec struct {
+	Group  netip.AddrPort // multicast group and port; invalid for unicast
+	Source netip.AddrPort // the source's UDP address (unicast: punch to it)
+	Iface  netip.Addr     // local interface address (optional)
+	MTU    int
+}

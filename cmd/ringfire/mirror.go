@@ -63,14 +63,15 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	xo := newOpener(tc, &xf, slog.New(slog.NewTextHandler(stderr, nil)))
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	xo := newOpener(tc, &xf, log)
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
 		TCPOnly: tcp, Iface: ifa, Once: once, Spin: spin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
-		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry})
+		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, Events: mirrorEvents(log, time.Now)})
 	if err != nil {
 		return err
 	}
-	slog.New(slog.NewTextHandler(stderr, nil)).Info("mirroring", "source", pos[0], "ring", pos[1], "from", from)
+	log.Info("mirroring", "source", pos[0], "ring", pos[1], "from", from)
 	ctx, cancel := runContext(ctx, duration)
 	defer cancel()
 	go every(ctx, interval, func() { printMirrorStats(stdout, m.Stats(), false) })

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // Faults says what to do with received datagrams. Every field is optional.
@@ -17,13 +18,13 @@ type Faults struct {
 	// Drop returns true for datagrams to lose. seq is the frame's sequence
 	// (first record of a DATA frame), kind its kind, n counts datagrams
 	// received so far (from 1).
-	Drop func(kind replica.Kind, seq uint64, n uint64) bool
+	Drop func(kind wire.Kind, seq uint64, n uint64) bool
 	// Hold, when it returns true, holds a datagram back and delivers it
 	// after the next Delay datagrams (reordering).
-	Hold  func(kind replica.Kind, seq uint64, n uint64) bool
+	Hold  func(kind wire.Kind, seq uint64, n uint64) bool
 	Delay int
 	// Dup returns true for datagrams to deliver twice.
-	Dup func(kind replica.Kind, seq uint64, n uint64) bool
+	Dup func(kind wire.Kind, seq uint64, n uint64) bool
 }
 
 // Stats counts what the wrapper did.
@@ -74,7 +75,7 @@ func (t *Transport) RecvBatch(ms []replica.Message, wait time.Duration) (int, er
 		t.inner = make([]replica.Message, len(ms))
 		t.inbufs = make([][]byte, len(ms))
 		for i := range t.inbufs {
-			t.inbufs[i] = make([]byte, replica.MaxMTU)
+			t.inbufs[i] = make([]byte, wire.MaxMTU)
 		}
 	}
 	out := t.flush(ms, 0)
@@ -97,9 +98,9 @@ func (t *Transport) RecvBatch(ms []replica.Message, wait time.Duration) (int, er
 func (t *Transport) deliver(ms []replica.Message, out int, b []byte, from netip.AddrPort) int {
 	t.n++
 	t.stats.Received++
-	kind, seq := replica.Kind(0), uint64(0)
-	if len(b) >= replica.HeaderSize {
-		kind, seq = replica.Kind(b[0]), binary.LittleEndian.Uint64(b[8:])
+	kind, seq := wire.Kind(0), uint64(0)
+	if len(b) >= wire.HeaderSize {
+		kind, seq = wire.Kind(b[0]), binary.LittleEndian.Uint64(b[8:])
 	}
 	switch {
 	case t.f.Drop != nil && t.f.Drop(kind, seq, t.n):

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -19,12 +20,12 @@ const (
 // bytes are re-checked against the arena's reservation counter.
 type feed struct {
 	ring  *shm.Ring
-	shape Shape
+	shape wire.Shape
 	slot  []byte // scratch slot payload for blob rings
 }
 
 func newFeed(r *shm.Ring) *feed {
-	s := ShapeOf(GeometryOf(r.Layout()))
+	s := wire.ShapeOf(wire.GeometryOf(r.Layout()))
 	return &feed{ring: r, shape: s, slot: make([]byte, s.Payload)}
 }
 
@@ -39,7 +40,7 @@ func (f *feed) fill(buf []byte, seq, last uint64, budget, max int) ([]byte, int,
 		copy(grown, buf)
 		buf = grown
 	}
-	b := buf[:start+HeaderSize]
+	b := buf[:start+wire.HeaderSize]
 	max = min(max, 0xFFFF)
 	count, why := 0, stopFull
 	for count < max {
@@ -68,7 +69,7 @@ func (f *feed) fill(buf []byte, seq, last uint64, budget, max int) ([]byte, int,
 	if count == 0 {
 		return buf[:start], 0, why
 	}
-	Header{Kind: KindData, Count: uint16(count), Len: uint32(len(b) - start - HeaderSize), Seq: seq}.Put(b[start:])
+	wire.Header{Kind: wire.KindData, Count: uint16(count), Len: uint32(len(b) - start - wire.HeaderSize), Seq: seq}.Put(b[start:])
 	return b, count, why
 }
 
@@ -111,4 +112,32 @@ func (f *feed) recordSize(seq uint64) int {
 		return 0
 	}
 	return f.shape.Payload + int(shm.DecodeDescriptor(f.slot).Len)
+}
+
+// skipLost returns the first sequence from seq on (at most to + 1) whose
+// record can be read whole: past overwritten slots, holes of a sparse ring
+// and blobs the arena lapped.
+func (f *feed) skipLost(seq, to uint64) uint64 {
+	for seq <= to {
+		st, _ := f.ring.ReadSlot(seq, f.slot)
+		switch st {
+		case shm.SlotNotYet:
+			return seq
+		case shm.SlotOverwritten:
+			seq = max(seq+1, f.ring.Oldest())
+			continue
+		case shm.SlotReady:
+			if !f.shape.Blob() {
+				return seq
+			}
+			d := shm.DecodeDescriptor(f.slot)
+			if f.ring.BlobLive(d) {
+				return seq
+			}
+		}
+		seq++
+	}
+	// Never announce records past the range asked for as lost: a mirror
+	// NAKing a hole holds what follows it.
+	return min(seq, to+1)
 }

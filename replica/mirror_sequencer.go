@@ -3,6 +3,8 @@ package replica
 import (
 	"sort"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // Mirror-side sequencing limits (wire spec).
@@ -22,7 +24,7 @@ type recordSink interface {
 
 // heldFrame is a DATA frame that arrived ahead of a hole.
 type heldFrame struct {
-	h   Header
+	h   wire.Header
 	p   []byte // payload, a view of buf
 	buf []byte
 }
@@ -32,7 +34,7 @@ type heldFrame struct {
 // frames that overtake a hole and decides when to NAK. It is pure logic:
 // no sockets, no clock of its own.
 type sequencer struct {
-	shape Shape
+	shape wire.Shape
 	out   recordSink
 	stats *MirrorStats
 
@@ -51,13 +53,13 @@ type sequencer struct {
 	nakRecordLimit uint64
 }
 
-func newSequencer(shape Shape, next uint64, out recordSink, stats *MirrorStats) *sequencer {
-	return &sequencer{shape: shape, out: out, stats: stats, next: next, maxHeld: MaxHeld, nakRecordLimit: MaxNakRecords}
+func newSequencer(shape wire.Shape, next uint64, out recordSink, stats *MirrorStats) *sequencer {
+	return &sequencer{shape: shape, out: out, stats: stats, next: next, maxHeld: MaxHeld, nakRecordLimit: wire.MaxNakRecords}
 }
 
 // data handles a DATA frame already checked by Shape.CheckData. viaTCP
 // tells a retransmission or catch-up from a datagram.
-func (s *sequencer) data(h Header, p []byte, viaTCP bool) error {
+func (s *sequencer) data(h wire.Header, p []byte, viaTCP bool) error {
 	end := h.Seq + uint64(h.Count) // exclusive
 	s.seen = max(s.seen, end-1)
 	switch {
@@ -79,7 +81,7 @@ func (s *sequencer) data(h Header, p []byte, viaTCP bool) error {
 }
 
 // apply writes the records of a frame that starts at or before next.
-func (s *sequencer) apply(h Header, p []byte, viaTCP bool) error {
+func (s *sequencer) apply(h wire.Header, p []byte, viaTCP bool) error {
 	it := s.shape.NewRecords(h, p)
 	for {
 		seq, slot, blob, ok := it.Next()
@@ -125,7 +127,7 @@ func (s *sequencer) drain() error {
 }
 
 // hold keeps a copy of a frame that overtook a hole.
-func (s *sequencer) hold(h Header, p []byte) {
+func (s *sequencer) hold(h wire.Header, p []byte) {
 	i := sort.Search(len(s.held), func(i int) bool { return s.held[i].h.Seq >= h.Seq })
 	if i < len(s.held) && s.held[i].h.Seq == h.Seq {
 		s.stats.Duplicates++

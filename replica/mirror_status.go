@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // statusWriteTimeout bounds one STATUS write; a source that does not read
@@ -20,7 +22,7 @@ func (m *Mirror) initTelemetry() {
 		m.cfg.Name = host + ":" + filepath.Base(m.cfg.Ring)
 	}
 	if m.cfg.StatusInterval <= 0 {
-		m.cfg.StatusInterval = DefaultStatusInterval
+		m.cfg.StatusInterval = wire.DefaultStatusInterval
 	}
 	path, err := filepath.Abs(m.cfg.Ring)
 	if err != nil {
@@ -37,9 +39,9 @@ func (m *Mirror) initTelemetry() {
 func (m *Mirror) ID() uint64 { return m.id }
 
 // status is the mirror's STATUS now.
-func (m *Mirror) status() Status {
+func (m *Mirror) status() wire.Status {
 	st := &m.stats
-	return Status{Applied: m.ring.published, Interval: m.cfg.StatusInterval, Lag: m.seq.lag(),
+	return wire.Status{Applied: m.ring.published, Interval: m.cfg.StatusInterval, Lag: m.seq.lag(),
 		Naks: st.NaksSent, Retransmitted: st.Retransmitted, Gaps: st.Gaps,
 		Drops: st.Overflow + st.Malformed + st.OtherSession, ID: m.id,
 		Transport: st.Transport, Name: m.cfg.Name}
@@ -60,7 +62,7 @@ func (m *Mirror) reportStatus(c *conn, now time.Time) {
 		return
 	}
 	c.lastStatus, c.reported = now, m.ring.published
-	b := AppendStatus(make([]byte, 0, HeaderSize+statusSize), m.status())
+	b := wire.AppendStatus(make([]byte, 0, wire.HeaderSize+wire.StatusSize), m.status())
 	for range 2 {
 		select {
 		case c.status <- b:

@@ -1,4 +1,4 @@
-package replica
+package wire
 
 // The STATUS codec: layout, round trip, strict parsing, and its fuzz
 // target.
@@ -108,7 +108,7 @@ func FuzzParseStatus(f *testing.F) {
 	f.Add(AppendStatus(nil, Status{Transport: "udp unicast", Name: strings.Repeat("x", 40)}))
 	f.Add(make([]byte, HeaderSize+96))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := ParseHeader(b, statusSize)
+		h, err := ParseHeader(b, StatusSize)
 		if err != nil || h.Kind != KindStatus || len(b) < HeaderSize+int(h.Len) {
 			return
 		}
@@ -121,8 +121,8 @@ func FuzzParseStatus(f *testing.F) {
 		}
 		// What parses re-encodes to the same bytes.
 		out := AppendStatus(nil, st)
-		if !bytes.Equal(out, b[:HeaderSize+statusSize]) {
-			t.Fatalf("round trip\n% x\n% x", b[:HeaderSize+statusSize], out)
+		if !bytes.Equal(out, b[:HeaderSize+StatusSize]) {
+			t.Fatalf("round trip\n% x\n% x", b[:HeaderSize+StatusSize], out)
 		}
 	})
 }

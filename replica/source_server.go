@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -67,22 +66,44 @@ type Server struct {
 	session uint8
 	mtu     int
 
-	lastSent atomic.Uint64 // last sequence sent as datagrams
-	dests    atomic.Pointer[[]netip.AddrPort]
+	// lastSent is the last sequence the datagram stream is done with:
+	// every record up to it was handed to the transport (or skipped as
+	// lost or too big, or there was nobody to send to). Stored once by
+	// NewServer, then written only by the sender goroutine (sendLoop),
+	// with storeMax so that it never goes back (a resend in smaller
+	// frames rewinds the sender, not lastSent), before the batch's
+	// SendBatch. Sessions load it for their catch-up end, NAK checks and
+	// heartbeats; punchLoop for a punched mirror's catch-up end.
+	lastSent atomic.Uint64
+	// dests publishes the unicast destinations of punched sessions, a
+	// fresh slice each time: stored by rebuildDests under mu (from session
+	// goroutines and punchLoop), loaded by the sender every round.
+	dests atomic.Pointer[[]netip.AddrPort]
 	// wakes holds every session's wake channel: the sender, the only
 	// goroutine that sleeps on the ring's futex (a blocking system call
-	// that keeps its P), tells the sessions about new records.
+	// that keeps its P), tells the sessions about new records. Stored by
+	// rebuildDests under mu, like dests; loaded by the sender.
 	wakes atomic.Pointer[[]chan struct{}]
 
 	mu       sync.Mutex
 	sessions map[uint32]*session // by token
 	wg       sync.WaitGroup      // goroutines Serve started
 	serving  sync.WaitGroup      // Serve itself
-	closed   atomic.Bool
-	st       serverCounters
-	tele     *telemetry // the table of mirrors
+	// closed is set once, by Close (Swap under mu, so that Serve, which
+	// checks it under mu, either runs to be waited for or not at all);
+	// the sender and punchLoop load it to stop.
+	closed atomic.Bool
+	st     serverCounters
+	tele   *telemetry // the table of mirrors
 }
 
+// serverCounters are ServerStats' counters. Each is only ever Added to, by
+// the goroutine that did what it counts (the sender: frames, datagrams,
+// records, syscalls, skipped, UDP heartbeats; a session's reader or
+// writer: TCP frames and records, NAK answers, gaps, TCP heartbeats;
+// serveConn: badConn; punchLoop: badPunch, badDgram), and Loaded by
+// Stats. They publish nothing but their count: no code orders other
+// memory by them.
 type serverCounters struct {
 	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
 	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
@@ -192,7 +213,9 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.punchLoop(ctx) }()
 	}
-	defer s.wg.Wait()
+	// The goroutines above end with ctx: end it before waiting for them,
+	// or a Close that ends the accept loop would wait forever.
+	defer func() { cancel(); s.wg.Wait() }()
 	for {
 		c, err := s.ln.Accept()
 		if err != nil {
@@ -283,58 +306,19 @@ func (s *Server) Stats() ServerStats {
 	return out
 }
 
-// register adds a session under a fresh unguessable token.
-func (s *Server) register(ss *session) {
-	s.mu.Lock()
-	for {
-		var b [4]byte
-		rand.Read(b[:])
-		if t := binary.LittleEndian.Uint32(b[:]); t != 0 && s.sessions[t] == nil {
-			ss.token = t
-			s.sessions[t] = ss
-			break
-		}
-	}
-	s.mu.Unlock()
-	s.rebuildDests()
-}
-
-func (s *Server) unregister(ss *session) {
-	s.mu.Lock()
-	delete(s.sessions, ss.token)
-	s.mu.Unlock()
-	s.rebuildDests()
-}
-
-// rebuildDests publishes the unicast destinations of punched sessions and
-// the wake channels of all sessions.
-func (s *Server) rebuildDests() {
-	s.mu.Lock()
-	var d []netip.AddrPort
-	w := make([]chan struct{}, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		if a := ss.punched.Load(); a != nil && ss.mode.Load() != modeStream {
-			d = append(d, *a)
-		}
-		w = append(w, ss.wake)
-	}
-	s.mu.Unlock()
-	s.dests.Store(&d)
-	s.wakes.Store(&w)
-}
-
-// wakeSessions tells every session that the ring moved.
-func (s *Server) wakeSessions() {
-	for _, c := range *s.wakes.Load() {
-		select {
-		case c <- struct{}{}:
-		default:
-		}
-	}
-}
-
 func randomByte() uint8 {
 	var b [1]byte
 	rand.Read(b[:])
 	return b[0]
+}
+
+// storeMax raises *a to v unless it already is at least v (a CAS loop:
+// safe with several writers, and *a never goes back).
+func storeMax(a *atomic.Uint64, v uint64) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
 }

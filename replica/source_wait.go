@@ -2,9 +2,6 @@ package replica
 
 import (
 	"context"
-	"net"
-	"net/netip"
-	"time"
 )
 
 // Wait blocks until n mirrors have applied seq — published it in their
@@ -52,22 +49,4 @@ func (t *telemetry) appliedCount(seq uint64) int {
 		}
 	}
 	return k
-}
-
-// tcpAddr is a as a net.Addr (nil when it is not valid).
-func tcpAddr(a netip.AddrPort) net.Addr {
-	if !a.IsValid() {
-		return nil
-	}
-	return net.TCPAddrFromAddrPort(a)
-}
-
-// status applies a STATUS frame from the session's mirror.
-func (ss *session) status(h Header, p []byte) error {
-	st, err := ParseStatus(h, p)
-	if err != nil {
-		return err
-	}
-	ss.srv.tele.status(ss, st, ss.srv.ring.WriteSeq(), time.Now())
-	return nil
 }

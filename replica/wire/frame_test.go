@@ -1,4 +1,4 @@
-package replica
+package wire
 
 // The frame codec: round trips and wire bytes of every kind, and what the
 // header, HELLO, NAK, GEOMETRY and MULTICAST parsers reject.

@@ -2,16 +2,17 @@ package replica
 
 import (
 	"bufio"
-	"fmt"
 	"io"
 	"net"
 	"sync"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // tcpFrame is one frame read from the control connection.
 type tcpFrame struct {
-	h   Header
+	h   wire.Header
 	p   []byte // payload, a view of buf
 	buf []byte
 }
@@ -30,7 +31,7 @@ type conn struct {
 	wg     sync.WaitGroup
 
 	udp  Transport
-	mc   Multicast
+	mc   wire.Multicast
 	spec DatagramSpec
 
 	// telemetry: the source takes STATUS; the run loop hands frames to
@@ -52,19 +53,7 @@ func newConn(tcp net.Conn) *conn {
 }
 
 // readFrame reads one frame synchronously (the handshake).
-func (c *conn) readFrame(maxLen int) (Header, []byte, error) { return readFrameFrom(c.br, maxLen) }
-
-// eofErr names a peer's disconnection: cleanly between frames
-// (ErrPeerClosed) or in the middle of one (ErrTruncated).
-func eofErr(err error) error {
-	if err == io.EOF {
-		return ErrPeerClosed
-	}
-	if err == io.ErrUnexpectedEOF {
-		return fmt.Errorf("%w: the peer disconnected mid-frame", ErrTruncated)
-	}
-	return err
-}
+func (c *conn) readFrame(maxLen int) (wire.Header, []byte, error) { return readFrameFrom(c.br, maxLen) }
 
 func (c *conn) startReader(maxLen int) {
 	c.wg.Add(1)
@@ -76,12 +65,12 @@ func (c *conn) startReader(maxLen int) {
 
 // readLoop reads frames into pooled buffers and queues them.
 func (c *conn) readLoop(maxLen int) error {
-	var hb [HeaderSize]byte
+	var hb [wire.HeaderSize]byte
 	for {
 		if _, err := io.ReadFull(c.br, hb[:]); err != nil {
 			return eofErr(err)
 		}
-		h, err := ParseHeader(hb[:], maxLen)
+		h, err := wire.ParseHeader(hb[:], maxLen)
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -47,7 +48,7 @@ func TestTelemetryWait(t *testing.T) {
 		for i := 1; i <= 2; i++ {
 			path := filepath.Join(t.TempDir(), "mirror")
 			m := teleMirror(t, src, lan.Addrs[i], mode, fromOldest, path, func(c *replica.MirrorConfig) {
-				c.StatusInterval = replica.DefaultStatusInterval // as shipped
+				c.StatusInterval = wire.DefaultStatusInterval // as shipped
 			})
 			paths, rs = append(paths, path), append(rs, runMirror(t, lan.Hosts[i], m))
 		}

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 	"golang.org/x/sys/unix"
 )
@@ -35,7 +36,7 @@ type sender struct {
 	lastFlush time.Time // last DATA batch
 	lastSend  time.Time // last datagram of any kind
 	pending   bool      // a partial frame waits for its linger
-	hb        [HeaderSize]byte
+	hb        [wire.HeaderSize]byte
 	ws        shm.WaitStrategy
 }
 
@@ -181,7 +182,7 @@ func (sn *sender) appendDests(ms []Message, b []byte, dests []netip.AddrPort) []
 // the last datagram notices and NAKs.
 func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
 	s := sn.s
-	Header{Kind: KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:])
+	wire.Header{Kind: wire.KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:])
 	sn.msgs = sn.appendDests(sn.msgs[:0], sn.hb[:], dests)
 	n, _ := s.udp.SendBatch(sn.msgs)
 	s.st.heartbeats.Add(1)
@@ -201,52 +202,4 @@ func (sn *sender) wait(target uint64) {
 	if d := time.Until(deadline); d > 0 {
 		sn.s.ring.Await(target, sn.ws, d)
 	}
-}
-
-// punchLoop receives PUNCH datagrams and adds their senders as unicast
-// destinations of the session whose token they carry.
-func (s *Server) punchLoop(ctx context.Context) {
-	ms := make([]Message, 16)
-	for i := range ms {
-		ms[i].Buf = make([]byte, 2048)
-	}
-	for ctx.Err() == nil && !s.closed.Load() {
-		n, err := s.udp.RecvBatch(ms, 100*time.Millisecond)
-		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				return
-			}
-			s.st.badDgram.Add(1)
-			sleepCtx(ctx, 10*time.Millisecond)
-			continue
-		}
-		for i := range n {
-			s.punch(ms[i].Buf[:ms[i].N], ms[i].Addr)
-		}
-	}
-}
-
-func (s *Server) punch(b []byte, from netip.AddrPort) {
-	h, err := ParseHeader(b, 0)
-	if err != nil || len(b) != HeaderSize || h.Kind != KindPunch {
-		s.st.badDgram.Add(1)
-		return
-	}
-	s.mu.Lock()
-	ss := s.sessions[uint32(h.Seq)]
-	s.mu.Unlock()
-	if h.Flags != s.session || h.Seq>>32 != 0 || ss == nil || !ss.unicast.Load() {
-		s.st.badPunch.Add(1)
-		return
-	}
-	old := ss.punched.Load()
-	if old != nil && *old == from {
-		return
-	}
-	if old == nil {
-		// Datagrams reach this mirror from now on.
-		ss.catchUpEnd.Store(s.lastSent.Load() + 1)
-	}
-	ss.punched.Store(&from)
-	s.rebuildDests()
 }

@@ -12,10 +12,11 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
-// stStepLimit is the documented bound of one Step (mirror_run.go).
+// stStepLimit is the documented bound of one Step (mirror_step.go).
 const stStepLimit = 32
 
 // TestStepBounded runs a mirror by hand: Connect in the mirror namespace,
@@ -79,11 +80,12 @@ func TestStepErrorPublishes(t *testing.T) {
 	p := netns.NewPair(t)
 	geom := fakeGeometry(t)
 	more := make(chan struct{})
+	stepped := make(chan struct{}) // the failing Step returned
 	bad := dataFrame(0, 31, 2, 1)
 	bad[4] = 1 // a length that disagrees with the count
-	bad = bad[:replica.HeaderSize+1]
+	bad = bad[:wire.HeaderSize+1]
 	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
-		b := replica.AppendGeometry(nil, 1, 0, geom)
+		b := wire.AppendGeometry(nil, 1, 0, geom)
 		b = append(b, dataFrame(0, 1, 10, 1)...)
 		if _, err := c.Write(b); err != nil {
 			return err
@@ -93,7 +95,12 @@ func TestStepErrorPublishes(t *testing.T) {
 		if _, err := c.Write(b); err != nil {
 			return err
 		}
-		time.Sleep(time.Second) // let the mirror read it all before EOF
+		// Stay connected until the test has seen the failing Step: a close
+		// now could reset the connection before the mirror read it all.
+		select {
+		case <-stepped:
+		case <-time.After(10 * time.Second):
+		}
 		return nil
 	})
 	m, ring := f.mirror(t, replica.MirrorConfig{})
@@ -104,8 +111,12 @@ func TestStepErrorPublishes(t *testing.T) {
 		}
 	}
 	close(more)
-	time.Sleep(200 * time.Millisecond) // the three frames are queued
-	if _, err := m.Step(); !errors.Is(err, replica.ErrMalformed) {
+	// One Step must meet the three frames: wait until the mirror's reader
+	// has queued them all.
+	waitUntil(t, 5*time.Second, "the three frames queued", func() bool { return replica.QueuedFrames(m) == 3 })
+	_, err := m.Step()
+	close(stepped)
+	if !errors.Is(err, wire.ErrMalformed) {
 		t.Fatalf("Step: %v, want ErrMalformed", err)
 	}
 	seqs, _ := readAll(t, ring)
@@ -140,7 +151,7 @@ func TestStepFramesBeforeClose(t *testing.T) {
 	geom := fakeGeometry(t)
 	const frames = 200
 	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
-		b := replica.AppendGeometry(nil, 1, 0, geom)
+		b := wire.AppendGeometry(nil, 1, 0, geom)
 		for i := range frames {
 			b = append(b, dataFrame(0, uint64(1+i), 1, 1)...)
 		}

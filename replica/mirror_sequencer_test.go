@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // sqSink is a fake recordSink: it records what the sequencer writes and
@@ -30,16 +32,16 @@ func (k *sqSink) skip(next uint64) { k.skips = append(k.skips, next) }
 
 const sqPayload = 16
 
-var sqShape = Shape{Payload: sqPayload}
+var sqShape = wire.Shape{Payload: sqPayload}
 
 // sqFrame builds a DATA frame of records first..first+count-1, each slot
 // starting with its sequence.
-func sqFrame(first uint64, count int) (Header, []byte) {
+func sqFrame(first uint64, count int) (wire.Header, []byte) {
 	p := make([]byte, count*sqPayload)
 	for i := range count {
 		binary.LittleEndian.PutUint64(p[i*sqPayload:], first+uint64(i))
 	}
-	return Header{Kind: KindData, Count: uint16(count), Len: uint32(len(p)), Seq: first}, p
+	return wire.Header{Kind: wire.KindData, Count: uint16(count), Len: uint32(len(p)), Seq: first}, p
 }
 
 func newSQ(t *testing.T, next uint64) (*sequencer, *sqSink, *MirrorStats) {
@@ -215,8 +217,8 @@ func TestSequencerWantNak(t *testing.T) {
 
 	// Capped at the record limit, starting at next.
 	s, _, _ = newSQ(t, 1)
-	sqData(t, s, 1+MaxNakRecords+500, 1, false)
-	if first, last, ok = s.wantNak(now); !ok || first != 1 || last != MaxNakRecords {
+	sqData(t, s, 1+wire.MaxNakRecords+500, 1, false)
+	if first, last, ok = s.wantNak(now); !ok || first != 1 || last != wire.MaxNakRecords {
 		t.Fatalf("wide hole: NAK %d..%d %v", first, last, ok)
 	}
 	s, _, _ = newSQ(t, 1)

@@ -5,7 +5,13 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
 )
+
+// DefaultMirrorRetention is how long a mirror that left stays in the
+// table.
+const DefaultMirrorRetention = 10 * time.Minute
 
 // MirrorInfo is one row of a source's table of mirrors (Server.Mirrors).
 //
@@ -105,7 +111,7 @@ func (t *telemetry) leave(ss *session, now time.Time, keep bool) {
 
 // status records a STATUS from ss, taken at now while the ring's write_seq
 // is w.
-func (t *telemetry) status(ss *session, st Status, w uint64, now time.Time) {
+func (t *telemetry) status(ss *session, st wire.Status, w uint64, now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.index.add(w, now)

@@ -1,4 +1,4 @@
-package replica
+package wire
 
 // DATA payloads (data.go): what CheckData rejects for fixed and blob
 // shapes, and the records NewRecords yields from what it accepts.

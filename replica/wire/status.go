@@ -1,4 +1,4 @@
-package replica
+package wire
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 //	 | transport [16]B        | name [32]B                                |
 //	 +------------------------+-------------------------------------------+
 const (
-	statusSize      = 96
+	StatusSize      = 96
 	statusTransport = 16 // bytes of the transport field
 	statusName      = 32 // bytes of the name field
 	// DefaultStatusInterval is how often a mirror reports STATUS.
@@ -48,7 +48,7 @@ type Status struct {
 // field sizes (on a character boundary); Interval is clamped to 1..65535 ms.
 func AppendStatus(b []byte, st Status) []byte {
 	ms := min(max(st.Interval.Milliseconds(), 1), 65535)
-	b = appendHeader(b, Header{Kind: KindStatus, Count: uint16(ms), Len: statusSize, Seq: st.Applied})
+	b = appendHeader(b, Header{Kind: KindStatus, Count: uint16(ms), Len: StatusSize, Seq: st.Applied})
 	le := binary.LittleEndian
 	for _, v := range []uint64{st.Lag, st.Naks, st.Retransmitted, st.Gaps, st.Drops, st.ID} {
 		b = le.AppendUint64(b, v)
@@ -82,7 +82,7 @@ func cutString(s string, n int) string {
 // interval of at least 1 ms, no header flags (reserved), text fields of UTF-8 without NUL bytes,
 // padded with NULs.
 func ParseStatus(h Header, p []byte) (Status, error) {
-	if h.Kind != KindStatus || len(p) != statusSize {
+	if h.Kind != KindStatus || len(p) != StatusSize {
 		return Status{}, fmt.Errorf("%w: STATUS of %d bytes", ErrMalformed, len(p))
 	}
 	if h.Count == 0 || h.Flags != 0 {

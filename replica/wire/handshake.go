@@ -1,152 +1,12 @@
-package replica
+package wire
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math/bits"
 
 	"github.com/ringfire/ringfire/shm"
 )
-
-// Kind is a frame kind. Kinds are append-only: new kinds take the next free
-// number and are only sent to peers that announced them in HELLO.
-type Kind uint8
-
-const (
-	KindHello     Kind = 1 // mirror → source, TCP
-	KindGeometry  Kind = 2 // source → mirror, TCP
-	KindData      Kind = 3 // source → mirror, TCP or UDP
-	KindGap       Kind = 4 // source → mirror, TCP
-	KindHeartbeat Kind = 5 // source → mirror, TCP or UDP
-	KindNak       Kind = 6 // mirror → source, TCP
-	KindMulticast Kind = 7 // source → mirror, TCP
-	KindPunch     Kind = 8 // mirror → source, UDP
-	KindStatus    Kind = 9 // mirror → source, TCP, only after GeometryTelemetry
-	kindLast           = KindStatus
-)
-
-var kindNames = [...]string{"", "HELLO", "GEOMETRY", "DATA", "GAP", "HEARTBEAT", "NAK", "MULTICAST", "PUNCH", "STATUS"}
-
-func (k Kind) String() string {
-	if k >= 1 && k <= kindLast {
-		return kindNames[k]
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
-
-// Wire constants.
-const (
-	HeaderSize        = 16
-	Magic      uint64 = 0x5249_4E47_4D49_5252 // "RINGMIRR"
-	Version           = 1
-
-	helloSize     = 16
-	geometrySize  = 48
-	multicastSize = 16
-	nakSize       = 8
-
-	// MaxNakRecords is the widest range one NAK may ask for.
-	MaxNakRecords = 65535
-	// DefaultMTU is the default datagram budget, header included
-	// (1500 − 20 IPv4 − 8 UDP).
-	DefaultMTU = 1472
-	// MinMTU is the smallest datagram budget accepted.
-	MinMTU = 256
-	// MaxMTU is the largest datagram budget (jumbo frames: 9000 − 28).
-	MaxMTU = 8972
-)
-
-// HELLO flags.
-const (
-	HelloUDP     uint8 = 1 << 0 // the mirror can receive UDP datagrams
-	HelloUnicast uint8 = 1 << 1 // the mirror prefers UDP unicast
-	// HelloTelemetry: the mirror can report STATUS frames (an extension;
-	// the source acknowledges it with GeometryTelemetry).
-	HelloTelemetry uint8 = 1 << 2
-)
-
-// GEOMETRY flags.
-const (
-	GeometryReset     uint8 = 1 << 0 // the mirror must start a fresh ring
-	GeometryMulticast uint8 = 1 << 1 // a MULTICAST frame follows
-	// GeometryTelemetry: the source takes STATUS frames (set only for a
-	// mirror that announced HelloTelemetry).
-	GeometryTelemetry uint8 = 1 << 2
-)
-
-// HELLO start sequences.
-const (
-	StartNewest uint64 = 0          // only records published from now on
-	StartOldest uint64 = ^uint64(0) // everything the source still retains
-)
-
-// Errors of the frame codec.
-var (
-	ErrMalformed = errors.New("replica: malformed frame")
-	ErrMagic     = errors.New("replica: bad magic")
-	ErrVersion   = errors.New("replica: unsupported protocol version")
-	ErrTooLarge  = errors.New("replica: frame too large")
-)
-
-// Header is the 16-byte header of every frame:
-// kind u8 @0 | flags u8 @1 | count u16 @2 | len u32 @4 | seq u64 @8.
-type Header struct {
-	Kind  Kind
-	Flags uint8
-	Count uint16
-	Len   uint32
-	Seq   uint64
-}
-
-// Put encodes h into b[:HeaderSize].
-func (h Header) Put(b []byte) {
-	_ = b[HeaderSize-1]
-	b[0] = byte(h.Kind)
-	b[1] = h.Flags
-	binary.LittleEndian.PutUint16(b[2:], h.Count)
-	binary.LittleEndian.PutUint32(b[4:], h.Len)
-	binary.LittleEndian.PutUint64(b[8:], h.Seq)
-}
-
-// ParseHeader decodes a frame header and checks its kind and that its
-// payload length is at most maxLen.
-func ParseHeader(b []byte, maxLen int) (Header, error) {
-	if len(b) < HeaderSize {
-		return Header{}, fmt.Errorf("%w: %d bytes, a header needs %d", ErrMalformed, len(b), HeaderSize)
-	}
-	h := Header{Kind: Kind(b[0]), Flags: b[1], Count: binary.LittleEndian.Uint16(b[2:]),
-		Len: binary.LittleEndian.Uint32(b[4:]), Seq: binary.LittleEndian.Uint64(b[8:])}
-	if h.Kind < KindHello || h.Kind > kindLast {
-		return h, fmt.Errorf("%w: unknown kind %d", ErrMalformed, b[0])
-	}
-	if uint64(h.Len) > uint64(maxLen) {
-		return h, fmt.Errorf("%w: %v of %d bytes, limit %d", ErrTooLarge, h.Kind, h.Len, maxLen)
-	}
-	if want, fixed := fixedLen(h.Kind); fixed && int(h.Len) != want {
-		return h, fmt.Errorf("%w: %v payload of %d bytes, want %d", ErrMalformed, h.Kind, h.Len, want)
-	}
-	return h, nil
-}
-
-// fixedLen is the payload length of kinds whose payload has a fixed size.
-func fixedLen(k Kind) (int, bool) {
-	switch k {
-	case KindHello:
-		return helloSize, true
-	case KindGeometry:
-		return geometrySize, true
-	case KindMulticast:
-		return multicastSize, true
-	case KindNak:
-		return nakSize, true
-	case KindStatus:
-		return statusSize, true
-	case KindGap, KindHeartbeat, KindPunch:
-		return 0, true
-	}
-	return 0, false
-}
 
 // Hello is the HELLO payload.
 type Hello struct {
@@ -155,7 +15,7 @@ type Hello struct {
 
 // AppendHello appends a HELLO frame asking to start at start.
 func AppendHello(b []byte, start uint64, h Hello) []byte {
-	b = appendHeader(b, Header{Kind: KindHello, Len: helloSize, Seq: start})
+	b = appendHeader(b, Header{Kind: KindHello, Len: HelloSize, Seq: start})
 	b = binary.LittleEndian.AppendUint64(b, Magic)
 	b = binary.LittleEndian.AppendUint32(b, Version)
 	return append(b, h.Flags, 0, 0, 0)
@@ -163,7 +23,7 @@ func AppendHello(b []byte, start uint64, h Hello) []byte {
 
 // ParseHello decodes a HELLO payload, checking magic and version.
 func ParseHello(p []byte) (Hello, error) {
-	if len(p) != helloSize {
+	if len(p) != HelloSize {
 		return Hello{}, fmt.Errorf("%w: HELLO of %d bytes", ErrMalformed, len(p))
 	}
 	if m := binary.LittleEndian.Uint64(p); m != Magic {
@@ -197,7 +57,7 @@ func GeometryOf(l shm.Layout) Geometry {
 // AppendGeometry appends a GEOMETRY frame; first is the first sequence
 // that will be sent.
 func AppendGeometry(b []byte, first uint64, flags uint8, g Geometry) []byte {
-	b = appendHeader(b, Header{Kind: KindGeometry, Flags: flags, Len: geometrySize, Seq: first})
+	b = appendHeader(b, Header{Kind: KindGeometry, Flags: flags, Len: GeometrySize, Seq: first})
 	le := binary.LittleEndian
 	b = le.AppendUint64(b, g.Capacity)
 	b = le.AppendUint32(b, g.ElementSize)
@@ -211,7 +71,7 @@ func AppendGeometry(b []byte, first uint64, flags uint8, g Geometry) []byte {
 
 // ParseGeometry decodes and sanity-checks a GEOMETRY payload.
 func ParseGeometry(p []byte) (Geometry, error) {
-	if len(p) != geometrySize {
+	if len(p) != GeometrySize {
 		return Geometry{}, fmt.Errorf("%w: GEOMETRY of %d bytes", ErrMalformed, len(p))
 	}
 	le := binary.LittleEndian
@@ -293,7 +153,7 @@ func (m Multicast) Unicast() bool { return m.Group == [4]byte{} }
 
 // AppendMulticast appends a MULTICAST frame.
 func AppendMulticast(b []byte, m Multicast) []byte {
-	b = appendHeader(b, Header{Kind: KindMulticast, Len: multicastSize})
+	b = appendHeader(b, Header{Kind: KindMulticast, Len: MulticastSize})
 	b = append(b, m.Group[:]...)
 	b = binary.LittleEndian.AppendUint16(b, m.Port)
 	b = binary.LittleEndian.AppendUint16(b, m.MTU)
@@ -304,7 +164,7 @@ func AppendMulticast(b []byte, m Multicast) []byte {
 
 // ParseMulticast decodes a MULTICAST payload.
 func ParseMulticast(p []byte) (Multicast, error) {
-	if len(p) != multicastSize {
+	if len(p) != MulticastSize {
 		return Multicast{}, fmt.Errorf("%w: MULTICAST of %d bytes", ErrMalformed, len(p))
 	}
 	m := Multicast{Port: binary.LittleEndian.Uint16(p[4:]), MTU: binary.LittleEndian.Uint16(p[6:]),
@@ -320,34 +180,4 @@ func ParseMulticast(p []byte) (Multicast, error) {
 		return m, fmt.Errorf("%w: MULTICAST group %d.%d.%d.%d is not a multicast address", ErrMalformed, m.Group[0], m.Group[1], m.Group[2], m.Group[3])
 	}
 	return m, nil
-}
-
-// AppendNak appends a NAK asking for records first..last (inclusive).
-func AppendNak(b []byte, first, last uint64) []byte {
-	b = appendHeader(b, Header{Kind: KindNak, Len: nakSize, Seq: first})
-	return binary.LittleEndian.AppendUint64(b, last)
-}
-
-// ParseNak decodes a NAK and checks its range: first ≥ 1, last ≥ first, at
-// most MaxNakRecords records.
-func ParseNak(h Header, p []byte) (first, last uint64, err error) {
-	if len(p) != nakSize {
-		return 0, 0, fmt.Errorf("%w: NAK of %d bytes", ErrMalformed, len(p))
-	}
-	first, last = h.Seq, binary.LittleEndian.Uint64(p)
-	if first == 0 || last < first || last-first >= MaxNakRecords {
-		return first, last, fmt.Errorf("%w: NAK range %d..%d (at most %d records from 1)", ErrMalformed, first, last, MaxNakRecords)
-	}
-	return first, last, nil
-}
-
-// AppendEmpty appends a payload-less frame: GAP, HEARTBEAT or PUNCH.
-func AppendEmpty(b []byte, k Kind, flags uint8, seq uint64) []byte {
-	return appendHeader(b, Header{Kind: k, Flags: flags, Seq: seq})
-}
-
-func appendHeader(b []byte, h Header) []byte {
-	var hdr [HeaderSize]byte
-	h.Put(hdr[:])
-	return append(b, hdr[:]...)
 }

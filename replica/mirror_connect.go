@@ -1,0 +1,240 @@
+package replica
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
+	"github.com/ringfire/ringfire/shm"
+)
+
+// NewMirrorUDP is the default datagram transport of a mirror: kernel UDP
+// bound to the group's port and joined to it, or to an ephemeral port for
+// unicast.
+func NewMirrorUDP(s DatagramSpec) (Transport, error) {
+	cfg := UDPConfig{Iface: s.Iface, SocketBuffer: 4 << 20}
+	if s.Group.IsValid() {
+		cfg.Bind = netip.AddrPortFrom(netip.IPv4Unspecified(), s.Group.Port())
+		cfg.Group = s.Group.Addr()
+	} else if s.Iface.IsValid() {
+		cfg.Bind = netip.AddrPortFrom(s.Iface, 0)
+	}
+	return NewUDP(cfg)
+}
+
+// helloStart is the HELLO sequence for the first (or a later) connection.
+func (m *Mirror) helloStart() uint64 {
+	if m.ring != nil {
+		return max(m.seq.next, 1)
+	}
+	switch m.cfg.From.Mode {
+	case FromOldest:
+		return wire.StartOldest
+	case FromSeq:
+		return max(m.cfg.From.Seq, 1)
+	case FromResume:
+		if m.restarted {
+			return wire.StartOldest
+		}
+		if w, err := shm.Open(m.cfg.Ring, shm.OpenOptions{}); err == nil {
+			ws := w.WriteSeq()
+			w.Close()
+			if ws > 0 {
+				return ws + 1
+			}
+		}
+		return wire.StartOldest
+	}
+	return wire.StartNewest
+}
+
+// Connect dials the source, exchanges HELLO and GEOMETRY, prepares the
+// mirror ring and the datagram transport.
+func (m *Mirror) Connect(ctx context.Context) error {
+	if m.c != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	defer cancel()
+	var d net.Dialer
+	tc, err := d.DialContext(ctx, "tcp", m.cfg.Source)
+	if err != nil {
+		return fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, err)
+	}
+	c := newConn(tc)
+	if err := m.handshake(ctx, c); err != nil {
+		c.close()
+		return fmt.Errorf("mirror: handshake with %s: %w", m.cfg.Source, err)
+	}
+	m.c = c
+	m.stats.Connects++
+	c.startReader(max(tcpFrameMax, m.shape.MaxRecord()))
+	if c.telemetry {
+		c.startStatus()
+	}
+	m.emit(MirrorConnected, nil, 0)
+	return nil
+}
+
+func (m *Mirror) handshake(ctx context.Context, c *conn) error {
+	if dl, ok := ctx.Deadline(); ok {
+		c.tcp.SetDeadline(dl)
+		defer c.tcp.SetDeadline(time.Time{})
+	}
+	flags := uint8(0)
+	if !m.cfg.NoTelemetry {
+		flags |= wire.HelloTelemetry
+	}
+	if !m.cfg.TCPOnly {
+		flags |= wire.HelloUDP
+		if m.cfg.Unicast {
+			flags |= wire.HelloUnicast
+		}
+	}
+	if _, err := c.tcp.Write(wire.AppendHello(nil, m.helloStart(), wire.Hello{Flags: flags})); err != nil {
+		return err
+	}
+	h, p, err := c.readFrame(wire.GeometrySize)
+	if err != nil {
+		return err
+	}
+	if h.Kind != wire.KindGeometry {
+		return fmt.Errorf("%w: expected GEOMETRY, got %v", wire.ErrMalformed, h.Kind)
+	}
+	g, err := wire.ParseGeometry(p)
+	if err != nil {
+		return err
+	}
+	var mc wire.Multicast
+	if h.Flags&wire.GeometryMulticast != 0 {
+		mh, mp, err := c.readFrame(wire.MulticastSize)
+		if err != nil {
+			return err
+		}
+		if mh.Kind != wire.KindMulticast {
+			return fmt.Errorf("%w: expected MULTICAST, got %v", wire.ErrMalformed, mh.Kind)
+		}
+		if mc, err = wire.ParseMulticast(mp); err != nil {
+			return err
+		}
+	}
+	if err := m.prepareRing(g, h, mc); err != nil {
+		return err
+	}
+	c.telemetry = !m.cfg.NoTelemetry && h.Flags&wire.GeometryTelemetry != 0
+	if h.Flags&wire.GeometryMulticast != 0 {
+		return m.openDatagrams(c, mc)
+	}
+	m.stats.Transport = "tcp"
+	m.seq.tcpOnly = true
+	return nil
+}
+
+// prepareRing keeps the current mirror ring when the source continues it,
+// or starts a fresh one (RESET, another layout, a restarted source).
+func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) error {
+	l, err := g.MirrorLayout()
+	if err != nil {
+		return err
+	}
+	restarted := m.hasSession && h.Flags&wire.GeometryMulticast != 0 && mc.Session != m.session
+	if restarted && h.Flags&wire.GeometryReset == 0 && m.ring != nil {
+		// The new source answered a resume of the old one's ring: its
+		// records before h.Seq would never come. Start over with a fresh
+		// ring, asking from the configured start.
+		m.ring.close()
+		m.ring, m.seq, m.hasSession, m.restarted = nil, nil, false, true
+		return fmt.Errorf("the source restarted (session %d, was %d): reconnecting for a fresh ring", mc.Session, m.session)
+	}
+	keep := h.Flags&wire.GeometryReset == 0 && !restarted
+	if m.ring != nil && (!keep || m.ring.w.Ring().Layout() != l) {
+		m.ring.close()
+		m.ring = nil
+	}
+	if m.ring == nil && keep && m.cfg.From.Mode == FromResume && !m.restarted {
+		if w, err := shm.OpenWriter(m.cfg.Ring); err == nil {
+			if w.Ring().Layout() == l {
+				m.ring = newMirrorRing(w)
+			} else {
+				w.Close()
+			}
+		}
+	}
+	if m.ring == nil {
+		w, err := shm.CreateLayout(m.cfg.Ring, l, shm.CreateOptions{Replace: true})
+		if err != nil {
+			return err
+		}
+		m.ring = newMirrorRing(w)
+		m.stats.Resets++
+		m.seq = nil
+		m.restarted = false
+	}
+	m.geom, m.shape = g, wire.ShapeOf(g)
+	first := max(h.Seq, 1)
+	if m.seq == nil {
+		m.seq = newSequencer(m.shape, first, m.ring, &m.stats)
+		if last := m.ring.stored; last > 0 && first > last+1 {
+			// A resumed ring: the source no longer held last+1..first-1,
+			// as a reconnection's gap(first) below counts them.
+			m.stats.Gaps += first - last - 1
+		}
+	} else {
+		for _, f := range m.seq.held { // the new connection resends them
+			m.seq.free = append(m.seq.free, f.buf)
+		}
+		m.seq.held = m.seq.held[:0]
+		m.seq.nakOut = false
+		if err := m.seq.gap(first); err != nil {
+			return err
+		}
+	}
+	if h.Flags&wire.GeometryMulticast != 0 {
+		m.session, m.hasSession = mc.Session, true
+	}
+	return nil
+}
+
+// openDatagrams builds the datagram transport the source announced and,
+// for unicast, punches to the source.
+func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
+	src := c.tcp.RemoteAddr().(*net.TCPAddr).AddrPort()
+	spec := DatagramSpec{Iface: m.cfg.Iface, MTU: int(mc.MTU),
+		Source: netip.AddrPortFrom(src.Addr().Unmap(), mc.Port)}
+	if !mc.Unicast() {
+		spec.Group = netip.AddrPortFrom(netip.AddrFrom4(mc.Group), mc.Port)
+	}
+	t, err := m.cfg.NewTransport(spec)
+	if err != nil {
+		return fmt.Errorf("datagram transport: %w", err)
+	}
+	c.udp, c.mc, c.spec = t, mc, spec
+	m.stats.Transport = TransportName(t) + " multicast"
+	// Until the source says the TCP catch-up is over (its first TCP
+	// HEARTBEAT), holes are being filled over TCP: do not NAK them.
+	m.seq.suppressNaks = true
+	if mc.Unicast() {
+		m.stats.Transport = TransportName(t) + " unicast"
+		return m.punch(time.Now())
+	}
+	return nil
+}
+
+// punch sends a PUNCH to the source's UDP port (and keeps NAT state warm).
+func (m *Mirror) punch(now time.Time) error {
+	c := m.c
+	if c == nil {
+		return nil
+	}
+	var b [wire.HeaderSize]byte
+	wire.Header{Kind: wire.KindPunch, Flags: c.mc.Session, Seq: uint64(c.mc.Token)}.Put(b[:])
+	msg := []Message{{Buf: b[:], Addr: c.spec.Source}}
+	m.lastPunch = now
+	if _, err := c.udp.SendBatch(msg); err != nil {
+		return fmt.Errorf("punch %v: %w", c.spec.Source, err)
+	}
+	return nil
+}

@@ -1,0 +1,49 @@
+package replica
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// readFrameFrom reads one whole frame of at most maxLen payload bytes.
+func readFrameFrom(br *bufio.Reader, maxLen int) (wire.Header, []byte, error) {
+	var hb [wire.HeaderSize]byte
+	if _, err := io.ReadFull(br, hb[:]); err != nil {
+		return wire.Header{}, nil, eofErr(err)
+	}
+	h, err := wire.ParseHeader(hb[:], maxLen)
+	if err != nil {
+		return h, nil, err
+	}
+	p := make([]byte, h.Len)
+	if _, err := io.ReadFull(br, p); err != nil {
+		return h, nil, eofErr(err)
+	}
+	return h, p, nil
+}
+
+// eofErr names a peer's disconnection: cleanly between frames
+// (ErrPeerClosed) or in the middle of one (ErrTruncated).
+func eofErr(err error) error {
+	if err == io.EOF {
+		return ErrPeerClosed
+	}
+	if err == io.ErrUnexpectedEOF {
+		return fmt.Errorf("%w: the peer disconnected mid-frame", ErrTruncated)
+	}
+	return err
+}
+
+// protocolErr reports whether err is the peer breaking the protocol.
+func protocolErr(err error) bool {
+	for _, e := range []error{wire.ErrMalformed, wire.ErrTooLarge, wire.ErrMagic, wire.ErrVersion, ErrTruncated} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}

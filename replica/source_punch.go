@@ -1,0 +1,58 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// punchLoop receives PUNCH datagrams and adds their senders as unicast
+// destinations of the session whose token they carry.
+func (s *Server) punchLoop(ctx context.Context) {
+	ms := make([]Message, 16)
+	for i := range ms {
+		ms[i].Buf = make([]byte, 2048)
+	}
+	for ctx.Err() == nil && !s.closed.Load() {
+		n, err := s.udp.RecvBatch(ms, 100*time.Millisecond)
+		if err != nil {
+			if errors.Is(err, ErrClosed) {
+				return
+			}
+			s.st.badDgram.Add(1)
+			sleepCtx(ctx, 10*time.Millisecond)
+			continue
+		}
+		for i := range n {
+			s.punch(ms[i].Buf[:ms[i].N], ms[i].Addr)
+		}
+	}
+}
+
+func (s *Server) punch(b []byte, from netip.AddrPort) {
+	h, err := wire.ParseHeader(b, 0)
+	if err != nil || len(b) != wire.HeaderSize || h.Kind != wire.KindPunch {
+		s.st.badDgram.Add(1)
+		return
+	}
+	s.mu.Lock()
+	ss := s.sessions[uint32(h.Seq)]
+	s.mu.Unlock()
+	if h.Flags != s.session || h.Seq>>32 != 0 || ss == nil || !ss.unicast.Load() {
+		s.st.badPunch.Add(1)
+		return
+	}
+	old := ss.punched.Load()
+	if old != nil && *old == from {
+		return
+	}
+	if old == nil {
+		// Datagrams reach this mirror from now on.
+		ss.catchUpEnd.Store(s.lastSent.Load() + 1)
+	}
+	ss.punched.Store(&from)
+	s.rebuildDests()
+}

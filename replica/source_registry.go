@@ -1,0 +1,58 @@
+package replica
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"net/netip"
+)
+
+// register adds a session under a fresh unguessable token.
+func (s *Server) register(ss *session) {
+	s.mu.Lock()
+	for {
+		var b [4]byte
+		rand.Read(b[:])
+		if t := binary.LittleEndian.Uint32(b[:]); t != 0 && s.sessions[t] == nil {
+			ss.token = t
+			s.sessions[t] = ss
+			break
+		}
+	}
+	s.mu.Unlock()
+	s.rebuildDests()
+}
+
+func (s *Server) unregister(ss *session) {
+	s.mu.Lock()
+	delete(s.sessions, ss.token)
+	s.mu.Unlock()
+	s.rebuildDests()
+}
+
+// rebuildDests publishes the unicast destinations of punched sessions and
+// the wake channels of all sessions. It stores them under s.mu: two
+// rebuilds racing must not publish the older table last.
+func (s *Server) rebuildDests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var d []netip.AddrPort
+	w := make([]chan struct{}, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		if a := ss.punched.Load(); a != nil && ss.mode.Load() != modeStream {
+			d = append(d, *a)
+		}
+		w = append(w, ss.wake)
+	}
+	s.dests.Store(&d)
+	s.wakes.Store(&w)
+}
+
+// wakeSessions tells every session that the ring moved.
+func (s *Server) wakeSessions() {
+	for _, c := range *s.wakes.Load() {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package replica
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// Session modes.
+const (
+	modeCatchUp int32 = iota // sending history over TCP until it meets the datagram stream
+	modeLive                 // datagrams carry the records; TCP only answers NAKs
+	modeStream               // TCP carries everything (no UDP, or no punch in time)
+)
+
+const (
+	tcpHeartbeat = 200 * time.Millisecond
+	tcpFrameMax  = 64 << 10
+	burstBytes   = 1 << 20
+	writeTimeout = 10 * time.Second
+	helloTimeout = 10 * time.Second
+)
+
+// session serves one mirror over its TCP connection.
+type session struct {
+	srv   *Server
+	tcp   net.Conn
+	token uint32
+	// unicast: the mirror takes unicast datagrams. Stored once, by the
+	// handshake (serveConn's goroutine) after register; punchLoop loads it
+	// to accept the mirror's PUNCH (before the Store it refuses it).
+	unicast atomic.Bool
+	// punched is the mirror's UDP address once it punched: stored only by
+	// punchLoop (after catchUpEnd, so that whoever loads the address sees
+	// the catch-up's end); loaded by rebuildDests, the writer goroutine
+	// (catchUpDone) and punchLoop.
+	punched atomic.Pointer[netip.AddrPort]
+	// mode is the session mode (modeCatchUp, modeLive, modeStream): stored
+	// by the handshake before the reader and writer goroutines start, then
+	// only by the writer goroutine (catchUpDone). Loaded by the reader
+	// (maxSent), rebuildDests and transportName; it publishes nothing
+	// else.
+	mode atomic.Int32
+	// sent is the highest sequence this connection has carried in DATA or
+	// GAP frames. Two goroutines write it, both from sendRange and only
+	// through storeMax, after the frame is in bw (under mu): the writer
+	// goroutine (history, stream) and the reader goroutine (NAK answers).
+	// That is safe: storeMax never lowers it, so every value loaded is a
+	// sequence whose frames are already queued on the connection, ahead of
+	// anything written later through the same bw — a heartbeat announcing
+	// it (writer) cannot overtake them, and a NAK accepted up to it
+	// (reader, maxSent) asks only for records the mirror could have seen.
+	// A NAK answer never raises it in modeStream (a NAK is accepted only up
+	// to sent there); otherwise it may raise it up to srv.lastSent.
+	sent atomic.Uint64
+
+	telemetry bool       // the mirror sends STATUS (HelloTelemetry acknowledged)
+	row       *mirrorRow // its row in srv.tele (guarded by srv.tele.mu)
+
+	mu sync.Mutex // guards bw and the connection's writes
+	bw *bufio.Writer
+	// lastWrite is the time (unix ns) of the last write: stored by write
+	// under mu, from the writer or the reader goroutine; the writer loads
+	// it to send a heartbeat when the connection was idle. It publishes
+	// only the time.
+	lastWrite atomic.Int64
+
+	// catchUpEnd is 1 + the last record the TCP catch-up must cover: what
+	// the datagram stream sent before the mirror was in it (0: not known
+	// yet, a unicast mirror that has not punched). Later records come by
+	// datagram, or by NAK. Stored once: by the handshake for a multicast
+	// mirror, by punchLoop at a unicast mirror's first PUNCH (before
+	// punched). Loaded by the writer goroutine.
+	catchUpEnd atomic.Uint64
+
+	wake  chan struct{} // the sender's "the ring moved" (capacity 1)
+	timer *time.Timer
+
+	cursor uint64 // next sequence to send over TCP (writer goroutine)
+	feed   *feed  // writer goroutine's
+	buf    []byte
+	born   time.Time
+}
+
+// serveConn runs one mirror's session until it disconnects or ctx ends.
+func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	ss := &session{srv: s, tcp: c, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
+		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
+	br := bufio.NewReader(c)
+	if err := ss.handshake(br); err != nil {
+		s.st.badConn.Add(1)
+		s.event(EventRejected, c, err)
+		return
+	}
+	defer s.unregister(ss)
+	s.tele.join(ss, time.Now())
+	defer func() { s.tele.leave(ss, time.Now(), s.cfg.MirrorRetention > 0) }()
+	s.event(EventConnected, c, nil)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- ss.readLoop(br)
+		cancel()
+	}()
+	werr := ss.writeLoop(ctx)
+	c.Close()
+	rerr := <-errc
+	if protocolErr(rerr) {
+		s.st.badConn.Add(1) // BadFrames: closed for a protocol error
+	}
+	if werr == nil {
+		werr = rerr
+	}
+	s.event(EventDisconnected, c, werr)
+}
+
+// handshake reads HELLO and answers GEOMETRY (and MULTICAST).
+func (ss *session) handshake(br *bufio.Reader) error {
+	s := ss.srv
+	ss.tcp.SetDeadline(time.Now().Add(helloTimeout))
+	defer ss.tcp.SetDeadline(time.Time{})
+	h, p, err := readFrameFrom(br, wire.HelloSize)
+	if err != nil {
+		return err
+	}
+	if h.Kind != wire.KindHello {
+		return fmt.Errorf("%w: expected HELLO, got %v", wire.ErrMalformed, h.Kind)
+	}
+	hello, err := wire.ParseHello(p)
+	if err != nil {
+		return err
+	}
+	first, reset := s.startOf(h.Seq)
+	ss.cursor = first
+	s.register(ss)
+	var flags uint8
+	if reset {
+		flags |= wire.GeometryReset
+	}
+	if hello.Flags&wire.HelloTelemetry != 0 && !s.cfg.NoTelemetry {
+		flags |= wire.GeometryTelemetry
+		ss.telemetry = true
+	}
+	b := make([]byte, 0, 2*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize)
+	mc, udp := s.datagramsFor(hello, ss.token)
+	ss.mode.Store(modeStream)
+	if udp {
+		flags |= wire.GeometryMulticast
+		ss.unicast.Store(mc.Unicast())
+		ss.mode.Store(modeCatchUp)
+	}
+	if udp && !mc.Unicast() {
+		// The mirror joins the group as soon as it has GEOMETRY: TCP
+		// sends what the group got before (at least the first record).
+		ss.catchUpEnd.Store(max(s.lastSent.Load(), first) + 1)
+	}
+	b = wire.AppendGeometry(b, first, flags, wire.GeometryOf(s.ring.Layout()))
+	if udp {
+		b = wire.AppendMulticast(b, mc)
+	}
+	_, err = ss.tcp.Write(b)
+	return err
+}
+
+// startOf turns a HELLO start into the first sequence to send, and whether
+// the mirror must start a fresh ring (it asked to resume ahead of us).
+func (s *Server) startOf(want uint64) (first uint64, reset bool) {
+	w := s.ring.WriteSeq()
+	oldest := s.ring.Oldest()
+	switch {
+	case want == wire.StartNewest:
+		return max(w, 1), false
+	case want == wire.StartOldest:
+		return oldest, false
+	case want > w+1:
+		return oldest, true
+	}
+	return max(want, oldest), false
+}
+
+// datagramsFor picks multicast or unicast for a mirror that can take UDP.
+func (s *Server) datagramsFor(h wire.Hello, token uint32) (wire.Multicast, bool) {
+	if h.Flags&wire.HelloUDP == 0 || s.udp == nil {
+		return wire.Multicast{}, false
+	}
+	mc := wire.Multicast{MTU: uint16(s.mtu), TTL: uint8(max(s.cfg.TTL, 1)), Session: s.session, Token: token}
+	uni := s.cfg.UDPPort != 0 && (h.Flags&wire.HelloUnicast != 0 || !s.cfg.Multicast.IsValid())
+	if uni {
+		mc.Port = s.udp.LocalAddr().Port()
+		return mc, true
+	}
+	if !s.cfg.Multicast.IsValid() {
+		return wire.Multicast{}, false
+	}
+	mc.Group = s.cfg.Multicast.Addr().As4()
+	mc.Port = s.cfg.Multicast.Port()
+	return mc, true
+}

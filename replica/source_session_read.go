@@ -1,0 +1,73 @@
+package replica
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// readLoop reads the mirror's frames: NAKs, answered from the ring.
+func (ss *session) readLoop(br *bufio.Reader) error {
+	nf := newFeed(ss.srv.ring)
+	buf := make([]byte, 0, tcpFrameMax+wire.HeaderSize)
+	var answered uint64 // last record answered (DATA or GAP) on this connection
+	maxLen := 64
+	if ss.telemetry {
+		maxLen = wire.StatusSize
+	}
+	for {
+		h, p, err := readFrameFrom(br, maxLen)
+		if err != nil {
+			if errors.Is(err, ErrPeerClosed) {
+				return nil // the mirror hung up between frames
+			}
+			return err
+		}
+		if h.Kind == wire.KindStatus && ss.telemetry {
+			if err := ss.status(h, p); err != nil {
+				return err
+			}
+			continue
+		}
+		if h.Kind != wire.KindNak {
+			return fmt.Errorf("%w: unexpected %v from a mirror", wire.ErrMalformed, h.Kind)
+		}
+		first, last, err := wire.ParseNak(h, p)
+		if err != nil {
+			return err
+		}
+		if sent := ss.maxSent(); last > sent {
+			return fmt.Errorf("%w: NAK %d..%d for records never sent (last sent %d)", wire.ErrMalformed, first, last, sent)
+		}
+		ss.srv.st.naks.Add(1)
+		// TCP delivers what was answered before, in order: a NAK repeated
+		// while that answer is on its way only needs what lies beyond it.
+		for seq := max(first, answered+1); seq <= last; {
+			if buf, seq, err = ss.sendRange(nf, buf, seq, last, true); err != nil {
+				return err
+			}
+			answered = seq - 1
+		}
+	}
+}
+
+func (ss *session) maxSent() uint64 {
+	sent := ss.sent.Load()
+	if ss.mode.Load() != modeStream {
+		sent = max(sent, ss.srv.lastSent.Load())
+	}
+	return sent
+}
+
+// status applies a STATUS frame from the session's mirror.
+func (ss *session) status(h wire.Header, p []byte) error {
+	st, err := wire.ParseStatus(h, p)
+	if err != nil {
+		return err
+	}
+	ss.srv.tele.status(ss, st, ss.srv.ring.WriteSeq(), time.Now())
+	return nil
+}

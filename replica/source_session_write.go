@@ -1,0 +1,165 @@
+package replica
+
+import (
+	"context"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// sendRange sends records from..to over the session's TCP connection in
+// DATA frames of up to 64 KiB (a larger single blob gets a frame of its
+// own), at most about burstBytes per call, and returns the next sequence
+// to send. Records the ring no longer holds become a GAP frame naming the
+// next record that will come. nak marks the answer to a NAK.
+func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]byte, uint64, error) {
+	s := ss.srv
+	seq, sentBytes := from, 0
+	for seq <= to && sentBytes < burstBytes {
+		var count int
+		var why stop
+		buf, count, why = f.fill(buf[:0], seq, to, tcpFrameMax+wire.HeaderSize, 0xFFFF)
+		if why == stopTooBig {
+			buf, count, why = f.fill(buf[:0], seq, to, f.recordSize(seq)+wire.HeaderSize, 1)
+		}
+		if count > 0 {
+			if err := ss.write(buf, false); err != nil {
+				return buf, seq, err
+			}
+			seq += uint64(count)
+			sentBytes += len(buf)
+			storeMax(&ss.sent, seq-1)
+			s.st.tcpFrames.Add(1)
+			s.st.tcpRecords.Add(uint64(count))
+			if nak {
+				s.st.retrans.Add(uint64(count))
+			}
+		}
+		switch why {
+		case stopCaughtUp:
+			return buf, seq, ss.write(nil, true)
+		case stopLost:
+			// Name the next record of this range, never one past it:
+			// what lies beyond was not asked for, and a mirror may hold it.
+			next := min(f.skipLost(seq, to), to+1)
+			var b [wire.HeaderSize]byte
+			wire.Header{Kind: wire.KindGap, Seq: next}.Put(b[:])
+			if err := ss.write(b[:], false); err != nil {
+				return buf, seq, err
+			}
+			s.st.gaps.Add(1)
+			s.st.gapRecords.Add(next - seq)
+			storeMax(&ss.sent, next-1)
+			seq = next
+		}
+	}
+	return buf, seq, ss.write(nil, true)
+}
+
+// writeLoop streams history and live records over TCP as the mode asks,
+// and keeps the connection alive with heartbeats.
+func (ss *session) writeLoop(ctx context.Context) error {
+	s := ss.srv
+	for ctx.Err() == nil {
+		mode := ss.mode.Load()
+		if mode == modeLive {
+			sleepCtx(ctx, max(time.Until(time.Unix(0, ss.lastWrite.Load()).Add(tcpHeartbeat)), time.Millisecond))
+			if err := ss.heartbeatIfIdle(s.lastSent.Load()); err != nil {
+				return err
+			}
+			continue
+		}
+		w := s.ring.WriteSeq()
+		if e := ss.catchUpEnd.Load(); mode == modeCatchUp && e != 0 {
+			w = min(w, e-1) // the history ends where the datagrams took over
+		}
+		if ss.cursor <= w {
+			var err error
+			if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false); err != nil {
+				return err
+			}
+			continue
+		}
+		if mode == modeCatchUp && ss.catchUpDone() {
+			continue
+		}
+		if err := ss.heartbeatIfIdle(ss.sent.Load()); err != nil {
+			return err
+		}
+		wait := tcpHeartbeat
+		if mode == modeCatchUp {
+			wait = time.Millisecond
+		}
+		ss.sleep(ctx, wait)
+	}
+	return nil
+}
+
+// sleep waits for the sender's wake-up, at most d. Sessions never block in
+// a futex system call: that would hold a P per mirror.
+func (ss *session) sleep(ctx context.Context, d time.Duration) {
+	if ss.timer == nil {
+		ss.timer = time.NewTimer(d)
+	} else {
+		ss.timer.Reset(d)
+	}
+	select {
+	case <-ss.wake:
+	case <-ss.timer.C:
+	case <-ctx.Done():
+	}
+	ss.timer.Stop()
+}
+
+// catchUpDone ends the catch-up once TCP has covered everything the
+// datagram stream sent before this mirror was in it; a unicast mirror that
+// never punched is served over TCP instead.
+func (ss *session) catchUpDone() bool {
+	s := ss.srv
+	if ss.unicast.Load() && ss.punched.Load() == nil {
+		if time.Since(ss.born) > s.cfg.PunchTimeout {
+			ss.mode.Store(modeStream)
+			s.event(EventNoPunch, ss.tcp, nil)
+		}
+		return false
+	}
+	end := s.lastSent.Load()
+	if e := ss.catchUpEnd.Load(); e != 0 {
+		end = e - 1
+	}
+	if ss.cursor <= end {
+		return false
+	}
+	ss.mode.Store(modeLive)
+	ss.heartbeat(ss.cursor - 1)
+	return true
+}
+
+func (ss *session) heartbeatIfIdle(seq uint64) error {
+	if time.Since(time.Unix(0, ss.lastWrite.Load())) < tcpHeartbeat {
+		return nil
+	}
+	return ss.heartbeat(seq)
+}
+
+func (ss *session) heartbeat(seq uint64) error {
+	var b [wire.HeaderSize]byte
+	wire.Header{Kind: wire.KindHeartbeat, Seq: seq}.Put(b[:])
+	ss.srv.st.heartbeats.Add(1)
+	return ss.write(b[:], true)
+}
+
+// write sends one or more whole frames, flushing when asked.
+func (ss *session) write(frames []byte, flush bool) error {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	ss.tcp.SetWriteDeadline(time.Now().Add(writeTimeout))
+	if _, err := ss.bw.Write(frames); err != nil {
+		return err
+	}
+	ss.lastWrite.Store(time.Now().UnixNano())
+	if flush {
+		return ss.bw.Flush()
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package replica
+
+import (
+	"context"
+	"time"
+)
+
+// telemetryLoop samples write_seq, raises and clears lag warnings and
+// forgets mirrors that left too long ago, until ctx ends.
+func (s *Server) telemetryLoop(ctx context.Context) {
+	t := time.NewTicker(seqSampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			for _, e := range s.tele.tick(s.ring.WriteSeq(), now, s.cfg.MirrorRetention) {
+				s.emit(e)
+			}
+		}
+	}
+}
+
+// tick samples write_seq w and returns the lag events due: EventLagging
+// when a mirror's lag passes half the ring's capacity, EventLagRecovered
+// once it is back to a quarter (one event per crossing).
+func (t *telemetry) tick(w uint64, now time.Time, retention time.Duration) []Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.index.add(w, now)
+	var events []Event
+	for k := 0; k < len(t.rows); k++ {
+		r := t.rows[k]
+		if r.ss == nil && now.Sub(r.left) > retention {
+			t.remove(r)
+			k--
+			t.broadcast()
+			continue
+		}
+		if !r.info.Reported {
+			continue
+		}
+		i := t.infoOf(r, w, now)
+		switch {
+		case !r.info.Lagging && i.LagRecords > t.half:
+			r.info.Lagging, i.Lagging = true, true
+			events = append(events, Event{Kind: EventLagging, Peer: tcpAddr(i.Addr), Mirror: i})
+		case r.info.Lagging && i.LagRecords <= t.quarter:
+			r.info.Lagging, i.Lagging = false, false
+			events = append(events, Event{Kind: EventLagRecovered, Peer: tcpAddr(i.Addr), Mirror: i})
+		}
+	}
+	return events
+}
+
+// close wakes every Wait for good.
+func (t *telemetry) close() {
+	t.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		t.broadcast()
+	}
+	t.mu.Unlock()
+}
