@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -35,7 +36,12 @@ type MirrorConfig struct {
 	Iface     netip.Addr    // local interface for multicast and unicast
 	Reconnect time.Duration // wait between reconnections (default 1 s)
 	Once      bool          // do not reconnect: Run returns when the source goes
-	Spin      bool          // busy-poll instead of blocking when idle
+	// Wait is how Run's loop waits when nothing arrived (WaitMode;
+	// default WaitAdaptive). Spin is WaitSpin.
+	Wait WaitMode
+	Spin bool
+	// Pin binds Run's thread to a CPU.
+	Pin Pin
 	// NewTransport builds the datagram transport once the source says how
 	// datagrams come (default: kernel UDP, NewMirrorUDP).
 	NewTransport func(DatagramSpec) (Transport, error)
@@ -80,6 +86,12 @@ type Mirror struct {
 	lastPublic time.Time
 	id         uint64 // identity reported in STATUS
 
+	// Run's waiting (mirror_wait.go): the Waker lives as long as the
+	// mirror, the Idler as long as a connection.
+	waker *idle.Waker
+	idler *idle.Idler
+	dirty bool // counters changed since the last publishStats
+
 	mu     sync.Mutex
 	public MirrorStats
 }
@@ -101,6 +113,12 @@ func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 	}
 	if cfg.NewTransport == nil {
 		cfg.NewTransport = NewMirrorUDP
+	}
+	if cfg.Spin {
+		cfg.Wait = WaitSpin
+	}
+	if err := cfg.Pin.check(); err != nil {
+		return nil, err
 	}
 	m := &Mirror{cfg: cfg, msgs: make([]Message, stepLimit), bufs: make([][]byte, stepLimit)}
 	m.initTelemetry()
@@ -136,6 +154,9 @@ func (m *Mirror) Close() error {
 		err = m.ring.close()
 		m.ring = nil
 	}
+	if m.waker != nil { // a late notification (Run's ctx) finds it closed and does nothing
+		m.waker.Close()
+	}
 	m.publishStats(time.Now())
 	return err
 }
@@ -145,7 +166,7 @@ func (m *Mirror) Close() error {
 func (m *Mirror) disconnect(why error) {
 	if m.c != nil {
 		m.c.close()
-		m.c = nil
+		m.c, m.idler = nil, nil
 		m.emit(MirrorDisconnected, why, 0)
 	}
 }

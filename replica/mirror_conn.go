@@ -30,6 +30,10 @@ type conn struct {
 	once   sync.Once
 	wg     sync.WaitGroup
 
+	// notify wakes the mirror's loop after the reader queued a frame or
+	// its error (Mirror.notify; set before the reader starts).
+	notify func()
+
 	udp  Transport
 	mc   wire.Multicast
 	spec DatagramSpec
@@ -60,6 +64,7 @@ func (c *conn) startReader(maxLen int) {
 	go func() {
 		defer c.wg.Done()
 		c.errc <- c.readLoop(maxLen)
+		c.notify()
 	}()
 }
 
@@ -80,6 +85,7 @@ func (c *conn) readLoop(maxLen int) error {
 		}
 		select {
 		case c.frames <- tcpFrame{h: h, p: buf[:h.Len], buf: buf}:
+			c.notify()
 		case <-c.done:
 			return nil
 		}

@@ -71,6 +71,8 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	}
 	m.c = c
 	m.stats.Connects++
+	m.idler = m.newIdler(c)
+	c.notify = m.notify
 	c.startReader(max(tcpFrameMax, m.shape.MaxRecord()))
 	if c.telemetry {
 		c.startStatus()
@@ -212,6 +214,9 @@ func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
 		return fmt.Errorf("datagram transport: %w", err)
 	}
 	c.udp, c.mc, c.spec = t, mc, spec
+	if p, ok := t.(Pollable); ok {
+		p.OnArrival(m.notify)
+	}
 	m.stats.Transport = TransportName(t) + " multicast"
 	// Until the source says the TCP catch-up is over (its first TCP
 	// HEARTBEAT), holes are being filled over TCP: do not NAK them.

@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/idle"
 )
 
 // Run keeps the mirror up to date until ctx is done: it connects (and
-// reconnects after Reconnect unless Once is set), steps, and blocks briefly
-// when idle (busy-polls with Spin). It returns nil when ctx is done, or the
+// reconnects after Reconnect unless Once is set) and steps, on a locked
+// OS thread, waiting when idle as MirrorConfig.Wait says (mirror_wait.go). It returns nil when ctx is done, or the
 // error that ended a connection when Once is set.
 func (m *Mirror) Run(ctx context.Context) error {
 	defer m.publishStats(time.Now())
-	idle := time.Millisecond
-	if m.cfg.Spin {
-		idle = 0
+	if unlock, err := idle.LockThread(m.cfg.Pin.cpu()); err == nil { // NewMirror checked the CPU
+		defer unlock()
 	}
+	if err := m.startWaking(); err != nil {
+		return err
+	}
+	defer context.AfterFunc(ctx, m.waker.Notify)()
 	for ctx.Err() == nil {
 		if m.c == nil {
 			if err := m.Connect(ctx); err != nil {
@@ -28,8 +33,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		_, err := m.step(idle)
-		if err != nil {
+		if err := m.idleRound(m.c); err != nil {
 			m.disconnect(err)
 			if m.cfg.Once || ctx.Err() != nil {
 				return ctxOr(ctx, err)

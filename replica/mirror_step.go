@@ -175,6 +175,11 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 		if err := m.handleDatagram(ms[i].Buf[:ms[i].N]); err != nil {
 			return k, err
 		}
+		// Readers get each datagram's records as soon as they are applied,
+		// not when the batch is done (publish does nothing if none were).
+		if err := m.ring.publish(); err != nil {
+			return k, err
+		}
 	}
 	m.stats.Datagrams += uint64(k)
 	return k, nil

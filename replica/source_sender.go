@@ -6,14 +6,19 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 	"golang.org/x/sys/unix"
 )
 
 const (
-	// udpHeartbeat is the idle interval of datagram heartbeats.
-	udpHeartbeat = time.Millisecond
+	// udpHeartbeat is the interval of the first datagram heartbeat after
+	// data: a mirror that lost the last datagram hears of it this soon.
+	// Each heartbeat that follows without data doubles the interval, up
+	// to udpHeartbeatIdle, so an idle source sends a few a second.
+	udpHeartbeat     = time.Millisecond
+	udpHeartbeatIdle = 128 * time.Millisecond
 	// sendFrames is the most frames one batch (one sendmmsg per 64
 	// datagrams) carries.
 	sendFrames = 32
@@ -33,21 +38,20 @@ type sender struct {
 	msgs   []Message
 	next   uint64 // next sequence to send
 
-	lastFlush time.Time // last DATA batch
-	lastSend  time.Time // last datagram of any kind
-	pending   bool      // a partial frame waits for its linger
+	lastFlush time.Time     // last DATA batch
+	lastSend  time.Time     // last datagram of any kind
+	hbEvery   time.Duration // the next heartbeat's interval after lastSend
+	pending   bool          // a partial frame waits for its linger
 	hb        [wire.HeaderSize]byte
 	ws        shm.WaitStrategy
 }
 
 func newSender(s *Server) *sender {
 	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.lastSent.Load() + 1,
-		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: shm.FutexWait(64)}
+		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: ringWait(s.cfg.Wait),
+		hbEvery: udpHeartbeat}
 	for i := range sn.frames {
 		sn.frames[i] = make([]byte, 0, MaxMTU)
-	}
-	if s.cfg.Spin {
-		sn.ws = shm.BusySpin()
 	}
 	return sn
 }
@@ -55,6 +59,9 @@ func newSender(s *Server) *sender {
 // sendLoop is the ring's one watcher: it sends datagrams (when the server
 // has a datagram transport) and wakes the TCP sessions when records come.
 func (s *Server) sendLoop(ctx context.Context) {
+	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
+		defer unlock()
+	}
 	sn := newSender(s)
 	seen := s.ring.WriteSeq()
 	for ctx.Err() == nil && !s.closed.Load() {
@@ -92,7 +99,7 @@ func (sn *sender) round(now time.Time) uint64 {
 		// lost) are done with: the heartbeat must announce them, or a
 		// mirror never NAKs a tail that went out in no datagram.
 		storeMax(&s.lastSent, sn.next-1)
-		if now.Sub(sn.lastSend) >= udpHeartbeat {
+		if now.Sub(sn.lastSend) >= sn.hbEvery {
 			sn.heartbeat(now, dests)
 		}
 	}
@@ -165,7 +172,7 @@ func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
 	}
 	s.st.records.Add(sn.count)
 	s.st.frames.Add(uint64(nf))
-	sn.lastFlush, sn.lastSend = now, now
+	sn.lastFlush, sn.lastSend, sn.hbEvery = now, now, udpHeartbeat
 }
 
 func (sn *sender) appendDests(ms []Message, b []byte, dests []netip.AddrPort) []Message {
@@ -187,13 +194,13 @@ func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
 	n, _ := s.udp.SendBatch(sn.msgs)
 	s.st.heartbeats.Add(1)
 	s.st.datagrams.Add(uint64(n))
-	sn.lastSend = now
+	sn.lastSend, sn.hbEvery = now, min(2*sn.hbEvery, udpHeartbeatIdle)
 }
 
 // wait blocks until record target is published, the pending frame's
 // linger ends or a heartbeat is due.
 func (sn *sender) wait(target uint64) {
-	deadline := sn.lastSend.Add(udpHeartbeat)
+	deadline := sn.lastSend.Add(sn.hbEvery)
 	if sn.s.udp == nil {
 		deadline = time.Now().Add(tcpHeartbeat)
 	} else if sn.pending {

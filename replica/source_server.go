@@ -29,7 +29,12 @@ type ServerConfig struct {
 	// Linger; a lone record coming more than Linger after the previous
 	// frame leaves at once. Negative: adaptive (50 µs); 0: no pacing.
 	Linger time.Duration
-	Spin   bool // busy-poll the ring in the datagram sender
+	// Wait is how the datagram sender waits for records (WaitMode; default
+	// WaitAdaptive). Spin is WaitSpin.
+	Wait WaitMode
+	Spin bool
+	// Pin binds the sender's thread to a CPU.
+	Pin Pin
 	// Transport carries the datagrams (default: NewTransport's).
 	Transport Transport
 	// NewTransport, when Transport is nil, opens the datagram transport
@@ -133,6 +138,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Multicast.IsValid() && !cfg.Multicast.Addr().IsMulticast() {
 		return nil, fmt.Errorf("replica: %v is not a multicast group", cfg.Multicast)
+	}
+	if cfg.Spin {
+		cfg.Wait = WaitSpin
+	}
+	if err := cfg.Pin.check(); err != nil {
+		return nil, err
 	}
 	ring, err := shm.Open(cfg.Ring, shm.OpenOptions{Notify: true})
 	if err != nil {

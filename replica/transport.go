@@ -40,6 +40,18 @@ type Transport interface {
 	Close() error
 }
 
+// Pollable is a Transport whose arrivals a loop can wait for outside Go's
+// netpoller, parked in ppoll(2) on its own thread (MirrorConfig.Wait): a
+// datagram for it makes one of PollFDs readable, or, when another
+// goroutine hands it a datagram (AF_XDP sockets shared by several
+// transports), that goroutine calls the function given to OnArrival after
+// queueing it. A transport that is not Pollable is waited for in
+// RecvBatch.
+type Pollable interface {
+	PollFDs() []int
+	OnArrival(notify func())
+}
+
 // TransportName names a transport in the statistics: "udp" for kernel UDP,
 // or what the transport's Name method returns ("xdp", "afpacket").
 func TransportName(t Transport) string {

@@ -31,7 +31,11 @@ type UDPConfig struct {
 	Loopback bool
 	// Batch is the most datagrams one system call moves (default 64).
 	Batch int
-	// SocketBuffer sets SO_RCVBUF and SO_SNDBUF when positive.
+	// SocketBuffer sizes the socket's receive and send buffers when
+	// positive: SO_RCVBUFFORCE and SO_SNDBUFFORCE where permitted
+	// (CAP_NET_ADMIN), else SO_RCVBUF and SO_SNDBUF, which the kernel caps
+	// at net.core.rmem_max and wmem_max. UDP.Buffers tells what was
+	// granted.
 	SocketBuffer int
 }
 
@@ -46,6 +50,8 @@ type UDP struct {
 	// structures each.
 	smm, rmm *mmsg
 	addr     netip.AddrPort
+	fd       int // the socket, for PollFDs; owned by conn
+	rcv, snd int // buffer sizes the kernel granted (getsockopt)
 	// deadlineSet records that a read deadline is set and must be cleared
 	// before a read without one.
 	deadlineSet bool
@@ -80,6 +86,7 @@ func NewUDP(cfg UDPConfig) (*UDP, error) {
 		return nil, err
 	}
 	u.addr = conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	u.raw.Control(func(fd uintptr) { u.fd = int(fd) })
 	if err := u.configure(cfg); err != nil {
 		conn.Close()
 		return nil, err
@@ -89,8 +96,11 @@ func NewUDP(cfg UDPConfig) (*UDP, error) {
 
 func (u *UDP) configure(cfg UDPConfig) error {
 	if cfg.SocketBuffer > 0 {
-		u.conn.SetReadBuffer(cfg.SocketBuffer)
-		u.conn.SetWriteBuffer(cfg.SocketBuffer)
+		u.rcv = setBuffer(u.fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.SocketBuffer)
+		u.snd = setBuffer(u.fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SocketBuffer)
+	} else {
+		u.rcv, _ = unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
+		u.snd, _ = unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
 	}
 	p := ipv4.NewPacketConn(u.conn)
 	var ifi *net.Interface
@@ -141,8 +151,29 @@ func InterfaceByAddr(a netip.Addr) (*net.Interface, error) {
 	return nil, fmt.Errorf("udp: no interface has address %v", a)
 }
 
+// setBuffer asks for a socket buffer of size bytes, past the system's
+// limit where permitted (force), and returns what the kernel granted (it
+// doubles the request for its bookkeeping).
+func setBuffer(fd, force, plain, size int) int {
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, force, size) != nil {
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, plain, size)
+	}
+	got, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, plain)
+	return got
+}
+
+// Buffers returns the receive and send buffer sizes the kernel granted,
+// in bytes (what getsockopt reports).
+func (u *UDP) Buffers() (rcv, snd int) { return u.rcv, u.snd }
+
 // LocalAddr is the bound address.
 func (u *UDP) LocalAddr() netip.AddrPort { return u.addr }
+
+// PollFDs is the socket (see Pollable).
+func (u *UDP) PollFDs() []int { return []int{u.fd} }
+
+// OnArrival does nothing: every datagram makes the socket readable.
+func (u *UDP) OnArrival(func()) {}
 
 // SendBatch sends the messages with sendmmsg, in chunks of the batch size.
 func (u *UDP) SendBatch(ms []Message) (int, error) {

@@ -169,4 +169,14 @@ func (a *AFPacket) Stats() (AFPacketStats, error) {
 	return st, err
 }
 
-var _ replica.Transport = (*AFPacket)(nil)
+// PollFDs is the receive ring's socket: a retired block makes it readable
+// (see replica.Pollable).
+func (a *AFPacket) PollFDs() []int { return []int{a.sock.FD()} }
+
+// OnArrival does nothing: nothing but the kernel fills the ring.
+func (a *AFPacket) OnArrival(func()) {}
+
+var (
+	_ replica.Transport = (*AFPacket)(nil)
+	_ replica.Pollable  = (*AFPacket)(nil)
+)

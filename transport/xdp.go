@@ -47,7 +47,12 @@ type XDP struct {
 	rx     receiver   // under recvMu; woken: closed, or datagrams in the inbox
 	tx     sender     // under f.txMu
 	in     inbox      // under f.rxMu
-	st     xdpCounters
+	// arrival is what OnArrival gave: the transport that drains the
+	// shared sockets calls it, under f.rxMu, after putting a datagram in
+	// in. Written under f.rxMu (OnArrival); leave removes x from the
+	// interface under that lock, so it is never called after Close.
+	arrival func()
+	st      xdpCounters
 }
 
 // NewXDP opens the AF_XDP transport. Any reason it cannot work here (no
@@ -95,6 +100,25 @@ func (x *XDP) open() error {
 // Name names the transport in replica's statistics.
 func (x *XDP) Name() string { return "xdp" }
 
+// PollFDs are the interface's AF_XDP sockets, one per queue: a frame for
+// any transport of the interface makes one readable (see
+// replica.Pollable).
+func (x *XDP) PollFDs() []int {
+	fds := make([]int, len(x.f.socks))
+	for i, s := range x.f.socks {
+		fds[i] = s.FD()
+	}
+	return fds
+}
+
+// OnArrival sets what is called after another transport of the interface
+// drained a datagram for this one into its inbox (see replica.Pollable).
+func (x *XDP) OnArrival(notify func()) {
+	x.f.rxMu.Lock()
+	x.arrival = notify
+	x.f.rxMu.Unlock()
+}
+
 // Close stops steering the transport's flow, releases its share of the
 // interface (the last transport detaches the program and closes the
 // sockets) and wakes a blocked RecvBatch with replica.ErrClosed.
@@ -120,4 +144,7 @@ func (x *XDP) Close() error {
 	return errors.Join(errs...)
 }
 
-var _ replica.Transport = (*XDP)(nil)
+var (
+	_ replica.Transport = (*XDP)(nil)
+	_ replica.Pollable  = (*XDP)(nil)
+)

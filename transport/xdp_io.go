@@ -88,6 +88,9 @@ func (f *iface) deliver(x *XDP, fr []byte, m *replica.Message) bool {
 	case to != x:
 		to.in.put(p.Payload, p.SrcAddr)
 		to.poller.Wake()
+		if to.arrival != nil {
+			to.arrival()
+		}
 		return false
 	}
 	return take(p, m, &x.st.truncated)

@@ -28,7 +28,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var (
 		from, iface        string
 		unicast, tcp, once bool
-		spin, asJSON       bool
+		asJSON             bool
 		noTelemetry        bool
 		reconnectMS        int
 		duration, interval time.Duration
@@ -39,7 +39,8 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.BoolVar(&tcp, "tcp", false, "receive everything over TCP")
 	fs.BoolVar(&once, "once", false, "do not reconnect: exit when the source goes away")
 	fs.IntVar(&reconnectMS, "reconnect-ms", 1000, "wait `ms` between reconnections")
-	fs.BoolVar(&spin, "spin", false, "busy-poll for datagrams (lowest latency, one core)")
+	var wf waitFlags
+	wf.add(fs, "receive loop")
 	fs.BoolVar(&noTelemetry, "no-telemetry", false, "do not report STATUS to the source (version-1 behaviour)")
 	var xf xdpFlags
 	xf.add(fs)
@@ -56,6 +57,10 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	mode, pin, err := wf.check()
+	if err != nil {
+		return err
+	}
 	if reconnectMS <= 0 {
 		return usagef("--reconnect-ms must be positive")
 	}
@@ -66,7 +71,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	xo := newOpener(tc, &xf, log)
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
-		TCPOnly: tcp, Iface: ifa, Once: once, Spin: spin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
+		TCPOnly: tcp, Iface: ifa, Once: once, Wait: mode, Pin: pin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
 		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, Events: mirrorEvents(log, time.Now)})
 	if err != nil {
 		return err

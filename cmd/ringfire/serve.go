@@ -34,9 +34,10 @@ type serveFlags struct {
 	metrics                string
 	ttl, udp, dup, mtu     int
 	batch, lingerUS        int
-	spin, json             bool
+	json                   bool
 	duration, every        time.Duration
 	xdp                    xdpFlags
+	wait                   waitFlags
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,7 +52,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.mtu, "mtu", replica.DefaultMTU, "datagram budget in `bytes`, 16-byte header included")
 	fs.IntVar(&f.batch, "batch", 0, "at most `N` records per frame (0: fill the MTU)")
 	fs.IntVar(&f.lingerUS, "linger-us", -1, "frame pacing in `µs` (-1: adaptive, 0: none)")
-	fs.BoolVar(&f.spin, "spin", false, "busy-poll the ring (lowest latency, one core)")
+	f.wait.add(fs, "datagram sender")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
 	f.xdp.add(fs)
 	addRunFlags(fs, &f.duration, &f.every, &f.json)
@@ -127,10 +128,14 @@ func newServer(ctx context.Context, cfg replica.ServerConfig, retry bool) (*repl
 func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig, error) {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	cfg := replica.ServerConfig{Ring: path, Bind: f.bind, TTL: f.ttl, UDPPort: f.udp, Dup: f.dup,
-		MTU: f.mtu, Batch: f.batch, Linger: time.Duration(f.lingerUS) * time.Microsecond, Spin: f.spin,
+		MTU: f.mtu, Batch: f.batch, Linger: time.Duration(f.lingerUS) * time.Microsecond,
 		Events: func(e replica.Event) { logEvent(log, e) }}
 	if f.lingerUS < 0 {
 		cfg.Linger = -1
+	}
+	var err error
+	if cfg.Wait, cfg.Pin, err = f.wait.check(); err != nil {
+		return cfg, err
 	}
 	if f.multicast != "" {
 		g, err := netip.ParseAddrPort(f.multicast)
@@ -139,7 +144,6 @@ func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig
 		}
 		cfg.Multicast = g
 	}
-	var err error
 	if cfg.Iface, err = ifaceAddr(f.iface); err != nil {
 		return cfg, err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -17,6 +18,9 @@ var ErrClosed = errors.New("idle: closed")
 // the parked loop polls beside its descriptors, written only when the loop
 // is parked, so a busy loop costs its notifiers one atomic add and load.
 type Waker struct {
+	// mu guards fd against Close while a notifier writes it (taken only on
+	// the parked path, so a busy loop's notifiers never touch it).
+	mu sync.RWMutex
 	fd int // eventfd (EFD_NONBLOCK); -1 once closed
 	// gen counts notifications. Written by notifiers (Add, any goroutine),
 	// read by the loop (Load): a change since the loop's Round means work
@@ -41,15 +45,20 @@ func NewWaker() (*Waker, error) {
 
 // Notify tells the loop that work is there (call it after making the work
 // visible: a frame queued, a flag set). It makes a system call only when
-// the loop is parked.
+// the loop is parked. After Close it does nothing.
 func (w *Waker) Notify() {
 	w.gen.Add(1)
-	if w.parked.Load() != 0 {
-		var one [8]byte
-		binary.NativeEndian.PutUint64(one[:], 1)
+	if w.parked.Load() == 0 {
+		return
+	}
+	var one [8]byte
+	binary.NativeEndian.PutUint64(one[:], 1)
+	w.mu.RLock()
+	if w.fd >= 0 {
 		unix.Write(w.fd, one[:]) // EAGAIN: the counter is full, a wake-up is pending anyway
 		w.writes.Add(1)
 	}
+	w.mu.RUnlock()
 }
 
 // drain empties the eventfd after the loop woke from it.
@@ -58,8 +67,11 @@ func (w *Waker) drain() {
 	unix.Read(w.fd, b[:])
 }
 
-// Close releases the eventfd.
+// Close releases the eventfd; later calls return ErrClosed. Notify may
+// still be called, and does nothing. The loop must not be in Idle.
 func (w *Waker) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.fd < 0 {
 		return ErrClosed
 	}

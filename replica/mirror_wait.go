@@ -1,0 +1,115 @@
+package replica
+
+import (
+	"time"
+
+	"github.com/ringfire/ringfire/internal/idle"
+)
+
+// The mirror's hot loop (Run) waits with an idle.Idler when a step found
+// nothing: it spins, yields or parks in ppoll as MirrorConfig.Wait says,
+// on the transport's descriptors (Pollable) and the mirror's Waker. Who
+// wakes it:
+//
+//	a datagram         the kernel makes a transport descriptor readable
+//	a TCP frame        conn.readLoop queues it, then notify (Waker.Notify)
+//	a shared AF_XDP    the transport that drained it queues it in ours,
+//	  socket's frame   then calls what OnArrival gave it (Waker.Notify)
+//	ctx done           context.AfterFunc calls Waker.Notify
+//	a deadline         the sleep's bound (nextDue: NAK repeat, punch,
+//	                   STATUS)
+
+// idleBound is the longest sleep when nothing is due: the loop then
+// refreshes its statistics and looks again.
+const idleBound = 100 * time.Millisecond
+
+// startWaking makes the Waker of Run's loop (once per mirror; Close closes
+// it, and a mirror is not run again after Close).
+func (m *Mirror) startWaking() error {
+	if m.waker != nil {
+		return nil
+	}
+	w, err := idle.NewWaker()
+	if err != nil {
+		return err
+	}
+	m.waker = w
+	return nil
+}
+
+// notify is what wakes Run's loop: the Waker's Notify, or nothing when
+// the mirror is driven by Step (no Waker).
+func (m *Mirror) notify() {
+	if m.waker != nil {
+		m.waker.Notify()
+	}
+}
+
+// newIdler builds the waiting state for connection c, or returns nil when
+// its transport cannot be waited for outside RecvBatch (not Pollable).
+func (m *Mirror) newIdler(c *conn) *idle.Idler {
+	s := idle.Strategy{Mode: m.cfg.Wait}
+	if c.udp == nil {
+		return idle.NewIdler(s, m.waker)
+	}
+	p, ok := c.udp.(Pollable)
+	if !ok {
+		return nil
+	}
+	return idle.NewIdler(s, m.waker, p.PollFDs()...)
+}
+
+// nextDue bounds a sleep of the loop by the next thing it must do without
+// anything arriving: repeat an unanswered NAK, punch, report STATUS.
+func (m *Mirror) nextDue(c *conn, now time.Time) time.Duration {
+	d := idleBound
+	if m.seq != nil && (m.seq.nakOut || len(m.seq.held) > 0) {
+		d = min(d, NakRepeat)
+	}
+	if c.udp != nil && c.mc.Unicast() {
+		interval := punchEvery
+		if m.stats.Datagrams == 0 {
+			interval = punchEarly
+		}
+		d = min(d, m.lastPunch.Add(interval).Sub(now))
+	}
+	if c.telemetry {
+		d = min(d, c.lastStatus.Add(m.cfg.StatusInterval).Sub(now))
+	}
+	return max(d, time.Microsecond)
+}
+
+// idleRound is one round of Run's loop on connection c: step without
+// waiting, then, if nothing came, wait as the strategy says.
+func (m *Mirror) idleRound(c *conn) error {
+	if m.idler == nil {
+		_, err := m.step(m.legacyWait())
+		return err
+	}
+	m.idler.Round()
+	n, err := m.step(0)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if n > 0 {
+		m.idler.Busy()
+		m.dirty = true
+		return nil
+	}
+	if m.dirty { // the burst is over: make its counters visible before sleeping
+		m.publishStats(now)
+		m.dirty = false
+	}
+	m.idler.Idle(m.nextDue(c, now))
+	return nil
+}
+
+// legacyWait is how long a step waits in RecvBatch for a transport that
+// is not Pollable.
+func (m *Mirror) legacyWait() time.Duration {
+	if m.cfg.Wait == WaitSpin || m.cfg.Wait == WaitYield {
+		return 0
+	}
+	return time.Millisecond
+}
