@@ -86,11 +86,13 @@ type Mirror struct {
 	lastPublic time.Time
 	id         uint64 // identity reported in STATUS
 
-	// Run's waiting (mirror_wait.go): the Waker lives as long as the
-	// mirror, the Idler as long as a connection.
-	waker *idle.Waker
-	idler *idle.Idler
-	dirty bool // counters changed since the last publishStats
+	// Run's waiting (mirror_wait.go), made by Run's first call: the
+	// Waker and the Idler live as long as the mirror; pollable says the
+	// connection's transport is watched by the Idler.
+	waker    *idle.Waker
+	idler    *idle.Idler
+	pollable bool
+	dirty    bool // counters changed since the last publishStats
 
 	mu     sync.Mutex
 	public MirrorStats
@@ -140,6 +142,9 @@ func (m *Mirror) publishStats(now time.Time) {
 	if m.seq != nil {
 		m.stats.Held, m.stats.Next, m.stats.Lag, m.stats.Heartbeat = len(m.seq.held), m.seq.next, m.seq.lag(), m.seq.hb
 	}
+	if m.idler != nil {
+		m.stats.Wait = m.idler.Stats()
+	}
 	m.mu.Lock()
 	m.public = m.stats
 	m.mu.Unlock()
@@ -166,7 +171,7 @@ func (m *Mirror) Close() error {
 func (m *Mirror) disconnect(why error) {
 	if m.c != nil {
 		m.c.close()
-		m.c, m.idler = nil, nil
+		m.c = nil
 		m.emit(MirrorDisconnected, why, 0)
 	}
 }

@@ -71,7 +71,7 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	}
 	m.c = c
 	m.stats.Connects++
-	m.idler = m.newIdler(c)
+	m.watch(c)
 	c.notify = m.notify
 	c.startReader(max(tcpFrameMax, m.shape.MaxRecord()))
 	if c.telemetry {

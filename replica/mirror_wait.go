@@ -34,6 +34,7 @@ func (m *Mirror) startWaking() error {
 		return err
 	}
 	m.waker = w
+	m.idler = idle.NewIdler(idle.Strategy{Mode: m.cfg.Wait}, w)
 	return nil
 }
 
@@ -45,18 +46,24 @@ func (m *Mirror) notify() {
 	}
 }
 
-// newIdler builds the waiting state for connection c, or returns nil when
-// its transport cannot be waited for outside RecvBatch (not Pollable).
-func (m *Mirror) newIdler(c *conn) *idle.Idler {
-	s := idle.Strategy{Mode: m.cfg.Wait}
+// watch points Run's waiting at connection c: its transport's descriptors
+// (none without datagrams), or, for a transport that is not Pollable,
+// nothing: steps then wait in RecvBatch (pollable false).
+func (m *Mirror) watch(c *conn) {
+	m.pollable = true
+	if m.idler == nil {
+		return
+	}
 	if c.udp == nil {
-		return idle.NewIdler(s, m.waker)
+		m.idler.Watch()
+		return
 	}
 	p, ok := c.udp.(Pollable)
 	if !ok {
-		return nil
+		m.pollable = false
+		return
 	}
-	return idle.NewIdler(s, m.waker, p.PollFDs()...)
+	m.idler.Watch(p.PollFDs()...)
 }
 
 // nextDue bounds a sleep of the loop by the next thing it must do without
@@ -82,7 +89,7 @@ func (m *Mirror) nextDue(c *conn, now time.Time) time.Duration {
 // idleRound is one round of Run's loop on connection c: step without
 // waiting, then, if nothing came, wait as the strategy says.
 func (m *Mirror) idleRound(c *conn) error {
-	if m.idler == nil {
+	if m.idler == nil || !m.pollable {
 		_, err := m.step(m.legacyWait())
 		return err
 	}

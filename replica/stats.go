@@ -1,5 +1,7 @@
 package replica
 
+import "github.com/ringfire/ringfire/internal/idle"
+
 // MirrorStats counts a mirror's activity.
 type MirrorStats struct {
 	Transport string // "tcp", "udp", or the datagram transport's name
@@ -26,7 +28,14 @@ type MirrorStats struct {
 	Resets    uint64 // fresh rings started (RESET, new layout, restarted source)
 	Connects  uint64 // TCP connections made to the source
 	Heartbeat uint64 // last sent sequence announced by the source
+
+	// Wait counts how Run's loop waited when nothing had arrived: spins,
+	// sched_yield calls, sleeps and what ended them (MirrorConfig.Wait).
+	Wait WaitStats
 }
+
+// WaitStats counts a hot loop's waiting (see MirrorStats.Wait).
+type WaitStats = idle.Stats
 
 // ServerStats counts a source's activity.
 type ServerStats struct {

@@ -38,13 +38,20 @@ type Idler struct {
 // sleep).
 func NewIdler(s Strategy, w *Waker, fds ...int) *Idler {
 	d := &Idler{s: s, w: w, now: time.Now}
+	d.Watch(fds...)
+	return d
+}
+
+// Watch replaces the descriptors the loop sleeps on (a new connection's
+// sockets); the Waker stays.
+func (d *Idler) Watch(fds ...int) {
+	d.fds = d.fds[:0]
 	for _, fd := range fds {
 		d.fds = append(d.fds, unix.PollFd{Fd: int32(fd), Events: unix.POLLIN})
 	}
-	if w != nil {
-		d.fds = append(d.fds, unix.PollFd{Fd: int32(w.fd), Events: unix.POLLIN})
+	if d.w != nil {
+		d.fds = append(d.fds, unix.PollFd{Fd: int32(d.w.fd), Events: unix.POLLIN})
 	}
-	return d
 }
 
 // Round marks the start of a polling round: notifications from now on
