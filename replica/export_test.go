@@ -9,3 +9,9 @@ func QueuedFrames(m *Mirror) int {
 	}
 	return len(m.c.frames)
 }
+
+// AfterDatagram sets a hook the mirror calls after it applied and
+// published each datagram of a receive batch, with the last sequence the
+// batch carries (tests check that readers see records before the batch
+// ends).
+func AfterDatagram(m *Mirror, hook func(batchLast uint64)) { m.afterDatagram = hook }

@@ -94,6 +94,10 @@ type Mirror struct {
 	pollable bool
 	dirty    bool // counters changed since the last publishStats
 
+	// afterDatagram, a test hook (export_test.go), is called after each
+	// datagram of a batch was applied and published.
+	afterDatagram func(batchLast uint64)
+
 	mu     sync.Mutex
 	public MirrorStats
 }

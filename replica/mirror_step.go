@@ -180,6 +180,9 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 		if err := m.ring.publish(); err != nil {
 			return k, err
 		}
+		if m.afterDatagram != nil {
+			m.afterDatagram(batchLast(ms[:k]))
+		}
 	}
 	m.stats.Datagrams += uint64(k)
 	return k, nil
@@ -212,4 +215,16 @@ func (m *Mirror) handleDatagram(b []byte) error {
 	}
 	m.stats.Malformed++
 	return nil
+}
+
+// batchLast is the last sequence a batch of DATA datagrams carries (for
+// the afterDatagram test hook).
+func batchLast(ms []Message) uint64 {
+	var last uint64
+	for _, msg := range ms {
+		if h, err := wire.ParseHeader(msg.Buf[:msg.N], msg.N); err == nil && h.Kind == wire.KindData && h.Count > 0 {
+			last = max(last, h.Seq+uint64(h.Count)-1)
+		}
+	}
+	return last
 }
