@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ringfire/ringfire/replica"
+)
+
+func TestWaitFlags(t *testing.T) {
+	ring := filepath.Join(t.TempDir(), "ring")
+	mustRun(t, "gen", ring, "--count", "1")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", ring, "--wait", "nap"}, "--wait"},
+		{[]string{"serve", ring, "--spin", "--wait", "block"}, "--spin"},
+		{[]string{"serve", ring, "--cpu", "-5"}, "--cpu"},
+		{[]string{"serve", ring, "--cpu", "100000", "--bind", "127.0.0.1:0"}, "CPU 100000"},
+		{[]string{"mirror", "127.0.0.1:1", ring + "m", "--wait", "snooze"}, "--wait"},
+		{[]string{"mirror", "127.0.0.1:1", ring + "m", "--spin", "--wait", "yield"}, "--spin"},
+		{[]string{"mirror", "127.0.0.1:1", ring + "m", "--cpu", "100000", "--once"}, "CPU 100000"},
+	} {
+		_, _, err := runCmd(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error naming %q", c.args, err, c.want)
+		}
+	}
+	// --spin is --wait spin, and --wait spin --spin agree.
+	var w waitFlags
+	w.mode, w.spin = "spin", true
+	if m, _, err := w.check(); err != nil || m != replica.WaitSpin {
+		t.Errorf("--wait spin --spin: %v, %v", m, err)
+	}
+	w = waitFlags{mode: "adaptive", spin: true, cpu: -1}
+	if m, p, err := w.check(); err != nil || m != replica.WaitSpin || p.On {
+		t.Errorf("--spin: %v, %+v, %v", m, p, err)
+	}
+	w = waitFlags{mode: "yield", cpu: 0}
+	if m, p, err := w.check(); err != nil || m != replica.WaitYield || !p.On || p.CPU != 0 {
+		t.Errorf("--wait yield --cpu 0: %v, %+v, %v", m, p, err)
+	}
+	_, _, err := runCmd(t, "serve", ring, "--cpu", "100000", "--bind", "127.0.0.1:0")
+	if !errors.Is(err, replica.ErrPin) {
+		t.Errorf("--cpu 100000: %v, want ErrPin", err)
+	}
+}
