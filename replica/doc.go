@@ -21,11 +21,14 @@
 //   - the accept loop (Serve's own goroutine), parked in the Go netpoller
 //     on the listener; a helper goroutine closes the listener when the
 //     context ends, which wakes it.
-//   - the sender (sendLoop), the only goroutine that sleeps on the served
-//     ring's futex (Ring.Await: the producer's publish wakes it; with
-//     ServerConfig.Spin it busy-polls), bounded by a timer-like deadline
-//     (the datagram heartbeat, 1 ms, or the linger of a pending frame; 200 ms
-//     without datagrams). It sends DATA and heartbeat datagrams through the
+//   - the sender (sendLoop), on a locked OS thread of its own (pinned with
+//     ServerConfig.Pin), the only goroutine that waits on the served ring
+//     (Ring.Await with the shm strategy of ServerConfig.Wait: adaptive
+//     spins, then yields with sched_yield, then sleeps on the ring's futex,
+//     which the producer's publish wakes; block sleeps at once, yield never
+//     sleeps, spin never pauses), bounded by a deadline (the next datagram
+//     heartbeat: 1 ms after data, doubling while idle up to 128 ms; the
+//     linger of a pending frame; 200 ms without datagrams). It sends DATA and heartbeat datagrams through the
 //     Transport (kernel UDP waits for socket room in the netpoller) and,
 //     whenever write_seq moved, wakes every session through its wake
 //     channel (capacity 1, never blocking).
@@ -52,20 +55,28 @@
 // # Goroutines of a Mirror
 //
 // A Mirror works in the goroutine that calls Run (or Connect and Step):
-// it dials and does the handshake synchronously, then steps. A step takes
-// the control frames queued by the reader (a channel), receives datagrams
-// with Transport.RecvBatch (waiting up to 1 ms when idle, in the netpoller
-// for kernel UDP; without datagrams it waits on the frame channel with a
-// timer instead; with Spin it never waits), writes the records into the
-// mirror ring and publishes write_seq there (shm wakes the ring's futex
-// waiters, the mirror's local readers), writes a NAK itself when one is
-// due, and hands a STATUS to the status writer. Between connections Run
+// it dials and does the handshake synchronously, then steps. Run locks
+// that goroutine to its OS thread (pinned with MirrorConfig.Pin). A step
+// takes the control frames queued by the reader (a channel), receives
+// datagrams with Transport.RecvBatch without waiting, writes the records
+// into the mirror ring and publishes write_seq there after each datagram
+// (shm wakes the ring's futex waiters, the mirror's local readers), writes
+// a NAK itself when one is due, and hands a STATUS to the status writer.
+// When a step found nothing, Run waits as MirrorConfig.Wait says
+// (mirror_wait.go, internal/idle): adaptive spins, then yields, then
+// sleeps in ppoll(2) on the transport's descriptors (Pollable) and an
+// eventfd (the Waker) that the TCP reader writes after queueing a frame,
+// that shared AF_XDP sockets write after handing the mirror a datagram,
+// and that the end of Run's context writes; the sleep is bounded by the
+// next NAK repeat, punch or STATUS. A transport that is not Pollable is
+// waited for in RecvBatch (1 ms) instead. Between connections Run
 // waits MirrorConfig.Reconnect on a timer. Two goroutines live with each
 // connection:
 //
 //   - the reader (conn.readLoop), parked in the netpoller on the TCP
 //     connection, parses frames into pooled buffers and queues them on the
-//     frame channel (256 deep: it blocks when the mirror falls behind); it
+//     frame channel (256 deep: it blocks when the mirror falls behind),
+//     then notifies Run's Waker (an eventfd write only if Run sleeps); it
 //     ends with an error on a channel of its own, which Step returns once
 //     the frames queued before it are applied.
 //   - the status writer, when the source takes telemetry: it waits on a
