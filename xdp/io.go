@@ -14,6 +14,7 @@ type rxState struct {
 	pending, index uint32 // frames handed out by Receive, not yet released
 	frames, bytes  counter
 	wakeups        counter
+	busyPolls      counter
 	pollWakeups    atomic.Uint64 // by pollers, from any goroutine
 }
 
@@ -35,12 +36,19 @@ type txState struct {
 }
 
 // Receive hands out up to len(frames) received frames, each a slice of the
-// UMEM valid until Release. It never blocks.
+// UMEM valid until Release. It never blocks. With Config.BusyPoll, an
+// empty RX ring makes it call recvfrom once (MSG_DONTWAIT), which busy-
+// polls the device's queue in the kernel, and look again.
 func (s *Socket) Receive(frames [][]byte) int {
 	if s.rx.pending != 0 {
 		s.Release()
 	}
 	n, idx := s.RX.Peek()
+	if n == 0 && s.cfg.BusyPoll > 0 {
+		s.rx.busyPolls.add(1)
+		s.wakeRX()
+		n, idx = s.RX.Peek()
+	}
 	n = min(n, uint32(len(frames)))
 	for i := range n {
 		d := s.RX.Get(idx + i)
@@ -192,6 +200,7 @@ type Stats struct {
 	Kicks             uint64 // sendto calls to make the kernel transmit
 	FillWakeups       uint64 // recvfrom calls to make the kernel refill
 	TXFull            uint64 // ReserveTX calls that got fewer frames than asked
+	BusyPolls         uint64 // recvfrom calls of Receive on an empty RX ring (Config.BusyPoll)
 
 	RXDropped      uint64 // kernel: frames dropped (no frame to receive into, ...)
 	RXInvalid      uint64 // kernel: invalid fill descriptors
@@ -215,6 +224,7 @@ func (s *Socket) Stats() (Stats, error) {
 		RXFrames: s.rx.frames.load(), RXBytes: s.rx.bytes.load(),
 		TXFrames: s.tx.frames.load(), TXBytes: s.tx.bytes.load(),
 		Kicks: s.tx.kicks.load(), FillWakeups: s.rx.wakeups.load() + s.rx.pollWakeups.Load(), TXFull: s.tx.full.load(),
+		BusyPolls: s.rx.busyPolls.load(),
 		RXDropped: k.Rx_dropped, RXInvalid: k.Rx_invalid_descs, TXInvalid: k.Tx_invalid_descs,
 		RXRingFull: k.Rx_ring_full, FillRingEmpty: k.Rx_fill_ring_empty_descs, TXRingEmptyOps: k.Tx_ring_empty_descs,
 	}, nil

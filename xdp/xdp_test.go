@@ -288,3 +288,21 @@ func TestNoAllocs(t *testing.T) {
 		t.Fatalf("ReserveTX+SubmitTX: %v allocs", a)
 	}
 }
+
+// With BusyPoll, a Receive that finds the RX ring empty busy-polls the
+// queue with recvfrom (counted), and frames still arrive.
+func TestBusyPollReceive(t *testing.T) {
+	r := newRig(t, xdp.Config{RingSize: 64, BusyPoll: 20 * time.Microsecond})
+	frames := make([][]byte, 8)
+	if n := r.sock.Receive(frames); n != 0 {
+		t.Fatalf("Receive on an idle socket: %d frames", n)
+	}
+	st, err := r.sock.Stats()
+	if err != nil || st.BusyPolls != 1 {
+		t.Fatalf("stats %+v (%v): want one busy poll", st, err)
+	}
+	r.sendKernel(t, 4, 64)
+	if got := r.receive(t, 4); len(got) != 4 {
+		t.Fatalf("received %d frames, want 4", len(got))
+	}
+}

@@ -68,6 +68,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	xf.busyPollFor(&tc, mode)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	xo := newOpener(tc, &xf, log)
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,

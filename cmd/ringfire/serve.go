@@ -68,6 +68,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	f.xdp.busyPollFor(&tc, cfg.Wait)
 	if f.xdp.bypass() && f.udp == 0 && !cfg.Multicast.IsValid() {
 		return usagef("--xdp/--transport carries datagrams: it needs --multicast or --udp")
 	}

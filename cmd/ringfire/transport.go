@@ -45,7 +45,7 @@ func (x *xdpFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&x.require, "require-transport", false, "fail instead of falling back to kernel UDP when --transport xdp, afpacket or auto finds no kernel-bypass transport")
 	fs.BoolVar(&x.requireXDP, "require-xdp", false, "fail instead of falling back to kernel UDP when AF_XDP cannot be used (--transport xdp or --xdp)")
 	fs.StringVar(&x.mode, "xdp-mode", "auto", "attach the XDP program in `mode` native, generic or auto")
-	fs.IntVar(&x.busyUS, "xdp-busy-poll-us", 0, "busy-poll the AF_XDP sockets for `µs` per call (0: off)")
+	fs.IntVar(&x.busyUS, "xdp-busy-poll-us", -1, "busy-poll the AF_XDP sockets for `µs` per call (0: off; -1: 20 with --wait yield or spin, else off)")
 }
 
 // check validates the flags and returns the transport configuration they
@@ -65,8 +65,8 @@ func (x *xdpFlags) check() (transport.Config, error) {
 	if err := x.checkKind(k); err != nil {
 		return cfg, err
 	}
-	if x.busyUS < 0 || x.busyUS > 1_000_000 {
-		return cfg, usagef("--xdp-busy-poll-us %d: want 0..1000000", x.busyUS)
+	if x.busyUS < -1 || x.busyUS > 1_000_000 {
+		return cfg, usagef("--xdp-busy-poll-us %d: want 0..1000000, or -1", x.busyUS)
 	}
 	mode, err := xdpMode(x.mode)
 	if err != nil {
@@ -77,8 +77,19 @@ func (x *xdpFlags) check() (transport.Config, error) {
 		cfg.Iface = x.iface
 	}
 	cfg.XDP.Mode = mode
-	cfg.XDP.Socket.BusyPoll = time.Duration(x.busyUS) * time.Microsecond
+	cfg.XDP.Socket.BusyPoll = time.Duration(max(x.busyUS, 0)) * time.Microsecond
 	return cfg, nil
+}
+
+// autoBusyPoll is --xdp-busy-poll-us -1's choice for a hot loop waiting
+// in mode m: loops that poll without sleeping (yield, spin) busy-poll the
+// AF_XDP queues as they poll the rings.
+const autoBusyPoll = 20 * time.Microsecond
+
+func (x *xdpFlags) busyPollFor(cfg *transport.Config, m replica.WaitMode) {
+	if x.busyUS == -1 && (m == replica.WaitYield || m == replica.WaitSpin) {
+		cfg.XDP.Socket.BusyPoll = autoBusyPoll
+	}
 }
 
 // checkKind checks the flags that apply only to some kinds.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/ringfire/ringfire/replica"
 )
@@ -46,5 +47,29 @@ func TestWaitFlags(t *testing.T) {
 	_, _, err := runCmd(t, "serve", ring, "--cpu", "100000", "--bind", "127.0.0.1:0")
 	if !errors.Is(err, replica.ErrPin) {
 		t.Errorf("--cpu 100000: %v, want ErrPin", err)
+	}
+}
+
+// --xdp-busy-poll-us -1 (the default) busy-polls the AF_XDP queues for the
+// loops that never sleep, and only for them.
+func TestAutoBusyPoll(t *testing.T) {
+	for m, want := range map[replica.WaitMode]time.Duration{
+		replica.WaitAdaptive: 0, replica.WaitBlock: 0, replica.WaitYield: autoBusyPoll, replica.WaitSpin: autoBusyPoll,
+	} {
+		x := xdpFlags{busyUS: -1, mode: "auto", iface: "eth9"}
+		cfg, err := x.check()
+		if err != nil {
+			t.Fatal(err)
+		}
+		x.busyPollFor(&cfg, m)
+		if cfg.XDP.Socket.BusyPoll != want {
+			t.Errorf("--wait %v: busy poll %v, want %v", m, cfg.XDP.Socket.BusyPoll, want)
+		}
+	}
+	x := xdpFlags{busyUS: 0, mode: "auto", iface: "eth9"}
+	cfg, _ := x.check()
+	x.busyPollFor(&cfg, replica.WaitSpin)
+	if cfg.XDP.Socket.BusyPoll != 0 {
+		t.Errorf("--xdp-busy-poll-us 0 --wait spin: busy poll %v, want off", cfg.XDP.Socket.BusyPoll)
 	}
 }

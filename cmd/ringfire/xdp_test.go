@@ -138,7 +138,7 @@ func TestXDPFlagErrors(t *testing.T) {
 		{[]string{"serve", ring, "--xdp", "veth0", "--udp", "7403", "--xdp-mode", "fast"}, "--xdp-mode"},
 		{[]string{"mirror", "127.0.0.1:1", "m", "--require-xdp"}, "--require-xdp needs --xdp"},
 		{[]string{"mirror", "127.0.0.1:1", "m", "--xdp", "x", "--xdp-mode", "hw"}, "--xdp-mode"},
-		{[]string{"mirror", "127.0.0.1:1", "m", "--xdp", "x", "--xdp-busy-poll-us", "-1"}, "--xdp-busy-poll-us"},
+		{[]string{"mirror", "127.0.0.1:1", "m", "--xdp", "x", "--xdp-busy-poll-us", "-2"}, "--xdp-busy-poll-us"},
 	} {
 		_, _, err := runCmd(t, c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
