@@ -21,9 +21,11 @@ connects to --bind over TCP (handshake, history, NAK repair). Records then
 travel over TCP, or as UDP datagrams: to a multicast group (--multicast, one
 datagram for all mirrors of a LAN) or by unicast to mirrors that punch to
 --udp PORT (other sites, clouds, NAT). Lost datagrams are repaired from the
-ring itself; what the ring no longer holds becomes a gap. Frames leave when
-full or, under load, at most once per --linger-us (adaptive: 50 µs). The
-counters are printed when serve ends (SIGINT, SIGTERM or --duration).
+ring itself; what the ring no longer holds becomes a gap. A frame leaves as
+soon as the sender has it: under load, records gather while the previous
+batch is being sent (--linger-us N holds a partial frame up to N µs). The
+sender waits as --wait says (adaptive: spin, then sched_yield, then sleep
+on the ring's futex). The counters are printed when serve ends (SIGINT, SIGTERM or --duration).
 Mirrors report their progress back: a mirror whose lag passes half the ring
 is logged, and --metrics ADDR serves Prometheus metrics (/metrics) and the
 table of mirrors (/mirrors, read by "ringfire mirrors ADDR"), on loopback
@@ -51,7 +53,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.dup, "dup", 1, "send every datagram `N` times")
 	fs.IntVar(&f.mtu, "mtu", replica.DefaultMTU, "datagram budget in `bytes`, 16-byte header included")
 	fs.IntVar(&f.batch, "batch", 0, "at most `N` records per frame (0: fill the MTU)")
-	fs.IntVar(&f.lingerUS, "linger-us", -1, "frame pacing in `µs` (-1: adaptive, 0: none)")
+	fs.IntVar(&f.lingerUS, "linger-us", 0, "hold a partial frame up to `µs` for more records (0: none; -1: adaptive, 50 µs)")
 	f.wait.add(fs, "datagram sender")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
 	f.xdp.add(fs)
