@@ -75,10 +75,9 @@ func NewConsumer[T any](path string, opts ReadOptions) (*Consumer[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	size := sizeOf[T]()
-	if l := rd.r.layout; uint64(l.ElementSize) != roundUp(8+uint64(size), 8) || l.Flags&FlagArena != 0 {
+	if err := checkRecord[T](rd.r); err != nil {
 		rd.Close()
-		return nil, fmt.Errorf("open reader %s: %w: %d-byte records do not match element_size %d", path, ErrType, size, l.ElementSize)
+		return nil, fmt.Errorf("open reader %s: %w", path, err)
 	}
 	return &Consumer[T]{rd: rd}, nil
 }
@@ -126,6 +125,10 @@ func (c *Consumer[T]) Seq() uint64 { return c.rd.Seq() }
 
 // Lapped counts records this consumer never saw.
 func (c *Consumer[T]) Lapped() uint64 { return c.rd.Lapped() }
+
+// Dropped counts records of a multi-producer ring this consumer skipped
+// because their producer never finished them (Reader.Dropped).
+func (c *Consumer[T]) Dropped() uint64 { return c.rd.Dropped() }
 
 // CommitOffset writes the checkpoint file (ReadOptions.OffsetFile).
 func (c *Consumer[T]) CommitOffset() error { return c.rd.CommitOffset() }

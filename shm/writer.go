@@ -59,8 +59,18 @@ func CreateLayout(path string, l Layout, opts CreateOptions) (*Writer, error) {
 		return nil, fmt.Errorf("create ring %s: %w", path, err)
 	}
 	if l.Flags&FlagMPMC != 0 {
-		return nil, fmt.Errorf("create ring %s: %w: multi-producer rings are not supported", path, ErrInvalid)
+		return nil, fmt.Errorf("create ring %s: %w: a multi-producer ring has no single writer (use CreateMPMC)", path, ErrInvalid)
 	}
+	r, err := createRingFile(path, l, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newWriter(r), nil
+}
+
+// createRingFile makes the ring file of layout l, locked exclusively, with its
+// header published (magic last).
+func createRingFile(path string, l Layout, opts CreateOptions) (*Ring, error) {
 	inspect := func(f *os.File) error {
 		if opts.Replace {
 			return nil
@@ -93,7 +103,7 @@ func CreateLayout(path string, l Layout, opts CreateOptions) (*Writer, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("create ring %s: %w", path, err)
 	}
-	return newWriter(r), nil
+	return r, nil
 }
 
 // OpenWriter takes over an existing ring no live producer holds and continues
@@ -112,7 +122,7 @@ func OpenWriter(path string) (*Writer, error) {
 	}
 	if r.layout.Flags&FlagMPMC != 0 {
 		r.Close()
-		return nil, fmt.Errorf("open writer %s: %w: multi-producer rings are not supported", path, ErrInvalid)
+		return nil, fmt.Errorf("open writer %s: %w: a multi-producer ring has no single writer (use OpenMultiWriter)", path, ErrInvalid)
 	}
 	return newWriter(r), nil
 }

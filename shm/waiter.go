@@ -1,0 +1,175 @@
+package shm
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// maxWaitRings bounds the rings one blocking receive sleeps on at once
+// (futex_waitv takes at most 128 words; one more is the cancel word).
+const maxWaitRings = 64
+
+// ctxPoll bounds one sleep of a cancellable receive when the kernel lacks
+// futex_waitv (the cancel word cannot be slept on): the context's end is
+// then noticed within this.
+const ctxPoll = 200 * time.Microsecond
+
+// noWaitv is set once futex_waitv returned ENOSYS: waits fall back to
+// futex(2) on one word, or short sleeps.
+var noWaitv atomic.Bool
+
+// waiter is the blocking-receive state of one consumer (Reader,
+// QueueReader, RingMultiplexer), reused by every receive of that consumer,
+// which is used by one goroutine at a time.
+//
+// Go-native waiting: a receive never sleeps longer than its strategy
+// allows and notices its context's end promptly. Spinning and yielding
+// strategies poll ctx.Done() between polls. A futex sleep waits with
+// futex_waitv on the rings' futex words and on cancel, a private word of
+// this (heap) object that context.AfterFunc bumps and wakes when the
+// receive's context ends: the sleeper wakes at once, on its own thread,
+// whatever the sleep bound. A sleeping receive holds its OS thread in the
+// kernel (the runtime hands its P to other goroutines); nothing polls.
+type waiter struct {
+	ws WaitStrategy
+	// cancel is bumped with an atomic Add by the AfterFunc of a receive's
+	// context, then FUTEX_WAKE'd (private). A sleeper Loads it before its
+	// last check of ctx.Done() and sleeps only while it still holds that
+	// value: a cancel after the check changes it, so no wake-up is lost.
+	cancel atomic.Uint32
+}
+
+// recvLoop polls try until it yields a record or an error, the deadline
+// passes (ErrTimeout), ctx ends (its error) or closed() reports the
+// consumer closed (ErrClosed). Between polls it waits with the strategy;
+// a futex sleep covers rings and ends early once ready() (a record may be
+// there, checked after announcing the sleep in each ring's
+// waiting_consumers). ctx may be nil; no allocation unless it sleeps with
+// a cancellable ctx.
+func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings []*Ring,
+	closed func() bool, try func() (R, bool, error), ready func() bool) (R, error) {
+	var zero R
+	var done <-chan struct{}
+	if ctx != nil {
+		done = ctx.Done()
+	}
+	var stop func() bool
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
+	for i := 0; ; i++ {
+		if closed() {
+			return zero, ErrClosed
+		}
+		if v, ok, err := try(); ok || err != nil {
+			return v, err
+		}
+		if done != nil {
+			select {
+			case <-done:
+				return zero, ctx.Err()
+			default:
+			}
+		}
+		if i&63 == 63 && !deadline.IsZero() && time.Now().After(deadline) {
+			return zero, ErrTimeout
+		}
+		if i < w.ws.spins || w.ws.kind == waitSpin {
+			continue
+		}
+		switch w.ws.kind {
+		case waitYield:
+			runtime.Gosched()
+			continue
+		case waitOSYield:
+			schedYield()
+			continue
+		}
+		if done != nil && stop == nil {
+			stop = context.AfterFunc(ctx, w.wake)
+		}
+		w.sleep(rings, ready, deadline, done)
+	}
+}
+
+// wake is the AfterFunc of a cancellable receive's context.
+func (w *waiter) wake() {
+	w.cancel.Add(1)
+	futexWakePrivate(&w.cancel)
+}
+
+// sleep is one futex sleep on every ring's futex word (and on cancel when
+// done is not nil), at most the strategy's bound and never past deadline.
+// It announces itself in each ring's waiting_consumers first and does not
+// sleep if ready() then holds: a producer publishing after that sees the
+// announcement and wakes it, or has already changed the futex word.
+func (w *waiter) sleep(rings []*Ring, ready func() bool, deadline time.Time, done <-chan struct{}) {
+	d := w.ws.maxSleep
+	if d <= 0 {
+		d = DefaultMaxSleep
+	}
+	if !deadline.IsZero() {
+		if d = min(d, time.Until(deadline)); d <= 0 {
+			return
+		}
+	}
+	var ws [maxWaitRings + 1]futexWaiter
+	n := 0
+	for i, r := range rings {
+		if i == maxWaitRings {
+			break
+		}
+		if r.hdr == nil {
+			continue
+		}
+		// Load the word before announcing and re-checking: a publish
+		// after this load changes it, so the sleep returns at once.
+		ws[n] = r.hdr.sharedWaiter(offFutex, r.futex.Load())
+		r.waiting.Add(1)
+		n++
+	}
+	defer func() {
+		for i, r := range rings {
+			if r.hdr != nil && i < maxWaitRings {
+				r.waiting.Add(^uint32(0))
+			}
+		}
+	}()
+	if n < len(rings) { // some ring's producer cannot wake us: poll it
+		d = min(d, 50*time.Microsecond)
+	}
+	if ready() {
+		return
+	}
+	if done != nil {
+		ws[n] = privateWaiter(&w.cancel, w.cancel.Load())
+		select {
+		case <-done:
+			return
+		default:
+		}
+	}
+	switch {
+	case n == 0:
+		time.Sleep(d)
+	case !noWaitv.Load():
+		k := n
+		if done != nil {
+			k++
+		}
+		if futexWaitv(ws[:k], d) != nil {
+			noWaitv.Store(true)
+		}
+	case n == 1 && len(rings) == 1:
+		if done != nil {
+			d = min(d, ctxPoll)
+		}
+		rings[0].hdr.futexWait(offFutex, uint32(ws[0].val), d)
+	default:
+		time.Sleep(min(d, ctxPoll))
+	}
+}
