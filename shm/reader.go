@@ -54,10 +54,10 @@ type Reader struct {
 	dropped  uint64
 	inFlight uint64
 	since    time.Time
-	reg    int // registry entry, -1 when unregistered
-	sparse bool
-	w      *waiter
-	ckpt   *checkpoint
+	reg      int // registry entry, -1 when unregistered
+	sparse   bool
+	w        *waiter
+	ckpt     *checkpoint
 }
 
 // OpenReader attaches a reader to the ring at path. The ring is mapped
