@@ -48,6 +48,13 @@ func FutexWait(spins int) WaitStrategy {
 	return WaitStrategy{kind: waitFutex, spins: spins, maxSleep: DefaultMaxSleep}
 }
 
+// WithMaxSleep returns the strategy with each futex sleep bounded by d
+// instead of DefaultMaxSleep (a lost wake-up then costs up to d).
+func (s WaitStrategy) WithMaxSleep(d time.Duration) WaitStrategy {
+	s.maxSleep = d
+	return s
+}
+
 // pause waits once, round i of a wait for sequence want on ring r, never
 // longer than until deadline (zero: no deadline).
 func (s WaitStrategy) pause(r *Ring, want uint64, i int, deadline time.Time) {
