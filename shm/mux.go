@@ -151,12 +151,12 @@ func (m *RingMultiplexer[T]) All(ctx context.Context) iter.Seq2[Origin, T] {
 }
 
 func (c *Consumer[T]) muxTry(v *T) (uint64, bool) { return c.rd.TryRecv(bytesOf(v)) }
-func (c *Consumer[T]) muxRing() *Ring              { return c.rd.r }
-func (c *Consumer[T]) muxReady() bool              { return c.rd.ready() }
+func (c *Consumer[T]) muxRing() *Ring             { return c.rd.r }
+func (c *Consumer[T]) muxReady() bool             { return c.rd.ready() }
 
 func (c *MpmcQueueConsumer[T]) muxTry(v *T) (uint64, bool) { return c.q.TryRecv(bytesOf(v)) }
-func (c *MpmcQueueConsumer[T]) muxRing() *Ring              { return c.q.r }
-func (c *MpmcQueueConsumer[T]) muxReady() bool              { return c.q.ready() }
+func (c *MpmcQueueConsumer[T]) muxRing() *Ring             { return c.q.r }
+func (c *MpmcQueueConsumer[T]) muxReady() bool             { return c.q.ready() }
 
 // All iterates over the consumer's records, with their sequences, until
 // ctx ends or the consumer is closed.
