@@ -94,7 +94,16 @@ func (w *MultiWriter) Close() error { return w.r.Close() }
 // returns ErrDropped (with the ticket) when the record could not be written
 // without tearing another one: a later lap already holds the slot, or the
 // previous lap's producer kept it mid-write past InFlightTimeout.
-func (w *MultiWriter) Push(p []byte) (uint64, error) {
+func (w *MultiWriter) Push(p []byte) (uint64, error) { return w.push(p, nil) }
+
+// PushFunc is Push for records that carry their own sequence: once the
+// ticket is taken it calls fill(seq, p) to complete p, then writes p. fill
+// runs while the ticket is in flight: keep it short.
+func (w *MultiWriter) PushFunc(p []byte, fill func(seq uint64, p []byte)) (uint64, error) {
+	return w.push(p, fill)
+}
+
+func (w *MultiWriter) push(p []byte, fill func(uint64, []byte)) (uint64, error) {
 	r := w.r
 	if r.closed {
 		return 0, ErrClosed
@@ -105,6 +114,9 @@ func (w *MultiWriter) Push(p []byte) (uint64, error) {
 	t := r.claimSeq.Add(1) - 1
 	if t == 0 { // claim_seq 0: a ring initialised without the reference's 1
 		t = r.claimSeq.Add(1) - 1
+	}
+	if fill != nil {
+		fill(t, p)
 	}
 	if !w.own(t) {
 		w.stats.Dropped++
