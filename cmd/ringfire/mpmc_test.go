@@ -1,0 +1,85 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"regexp"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// gen --producers re-executes this binary: make it run the CLI
+// (privilege_test.go's TestMain).
+func init() { producerEnv = append(producerEnv, "RINGFIRE_TEST_MAIN=1") }
+
+func wantMatch(t *testing.T, what, out string, res ...string) {
+	t.Helper()
+	for _, re := range res {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("%s does not match %s:\n%s", what, re, out)
+		}
+	}
+}
+
+// TestGenProducersTailQueue: three producer processes fill one MPMC ring;
+// stat names it and its sequences; two competing tails share the records
+// (each exactly once), a broadcast tail validates every one.
+func TestGenProducersTailQueue(t *testing.T) {
+	path := genRing(t, "--producers", "3", "--count", "3000", "--capacity", "4096")
+	out := mustRun(t, "stat", path)
+	wantMatch(t, "stat", out,
+		`(?m)^ring +\S+ \(multi-producer\)$`,
+		`(?m)^flags +0x21 LATEST_WINS\|MODE_MPMC$`,
+		`(?m)^write_seq +3000$`,
+		`(?m)^claim_seq +3001 \(next ticket; 3000 claimed\)$`,
+		`(?m)^read_seq +1 \(next ticket for queue consumers; backlog 3000\)$`)
+	var rep statReport
+	if err := json.Unmarshal([]byte(mustRun(t, "stat", path, "--json")), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Kind != "multi-producer" || rep.ClaimSeq != 3001 || rep.ReadSeq != 1 {
+		t.Errorf("stat --json: kind %q, claim_seq %d, read_seq %d", rep.Kind, rep.ClaimSeq, rep.ReadSeq)
+	}
+
+	outs := make([]string, 2)
+	var wg sync.WaitGroup
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], _, _ = runCmd(t, "tail", path, "--queue", "--timeout", "300ms", "--quiet")
+		}()
+	}
+	wg.Wait()
+	total := 0
+	for i, o := range outs {
+		m := regexp.MustCompile(`received (\d+), dropped 0, gaps \d+, checksum errors 0, sequence errors 0`).FindStringSubmatch(o)
+		if m == nil {
+			t.Fatalf("tail --queue %d: %s", i, o)
+		}
+		n, _ := strconv.Atoi(m[1])
+		total += n
+	}
+	if total != 3000 {
+		t.Fatalf("the two queue tails received %d records together, want 3000:\n%s\n%s", total, outs[0], outs[1])
+	}
+	wantMatch(t, "stat after the queue tails", mustRun(t, "stat", path), `(?m)^read_seq +3001 \(next ticket for queue consumers; backlog 0\)$`)
+	out = mustRun(t, "tail", path, "--from", "oldest", "--count", "3000", "--quiet")
+	wantContains(t, "broadcast tail", out, "received 3000, lapped 0, gaps 0, checksum errors 0, sequence errors 0 (seq 1..3000)")
+}
+
+
+func TestGenProducersUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"gen", "x", "--producers", "2", "--lossless"},
+		{"gen", "x", "--producers", "-1"},
+		{"gen", "x", "--join", "--lossless"},
+	} {
+		if _, _, err := runCmd(t, args...); err == nil {
+			t.Errorf("ringfire %v succeeded", args)
+		} else if ue := (*usageError)(nil); !errors.As(err, &ue) {
+			t.Errorf("ringfire %v: %v, want a usage error", args, err)
+		}
+	}
+}
