@@ -69,7 +69,6 @@ func TestGenProducersTailQueue(t *testing.T) {
 	wantContains(t, "broadcast tail", out, "received 3000, lapped 0, gaps 0, checksum errors 0, sequence errors 0 (seq 1..3000)")
 }
 
-
 func TestGenProducersUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"gen", "x", "--producers", "2", "--lossless"},

@@ -37,8 +37,8 @@ type statReport struct {
 	WriteSeq      uint64         `json:"write_seq"`
 	ClaimSeq      uint64         `json:"claim_seq"` // multi-producer: the next ticket
 	ReadSeq       uint64         `json:"read_seq"`  // multi-producer: the next ticket for queue consumers
-	Oldest        uint64         `json:"oldest"`   // 0 when the ring is empty
-	Retained      uint64         `json:"retained"` // records the ring can still hold
+	Oldest        uint64         `json:"oldest"`    // 0 when the ring is empty
+	Retained      uint64         `json:"retained"`  // records the ring can still hold
 	Readers       []readerReport `json:"readers"`
 }
 
@@ -92,7 +92,7 @@ func newStatReport(r *shm.Ring) (*statReport, error) {
 		ArenaOffset: h.ArenaOffset, ArenaSize: h.ArenaSize, SchemaSig: h.SchemaSig,
 		WriteSeq: h.WriteSeq, ClaimSeq: h.ClaimSeq, ReadSeq: h.ReadSeq, Kind: "single-producer",
 		Retained: min(h.WriteSeq, h.Capacity),
-		Readers: make([]readerReport, 0, len(infos)),
+		Readers:  make([]readerReport, 0, len(infos)),
 	}
 	if h.Flags&shm.FlagMPMC != 0 {
 		rep.Kind = "multi-producer"
