@@ -65,19 +65,29 @@ func CreateMPMC(path string, cfg RingConfig, opts CreateOptions) (*MultiWriter, 
 // one (the reference implementation's producers do) is joined as it is,
 // that creator keeping the file from being replaced.
 func OpenMultiWriter(path string) (*MultiWriter, error) {
-	r, err := Open(path, OpenOptions{Writable: true})
+	r, err := openMulti(path, "open producer")
 	if err != nil {
 		return nil, err
-	}
-	if !r.multi {
-		r.Close()
-		return nil, fmt.Errorf("open producer %s: %w: not a multi-producer ring (flags %#x)", path, ErrInvalid, uint32(r.layout.Flags))
 	}
 	if err := unix.Flock(int(r.f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil && !errors.Is(err, unix.EWOULDBLOCK) {
 		r.Close()
 		return nil, fmt.Errorf("open producer %s: %w", path, os.NewSyscallError("flock", err))
 	}
 	return &MultiWriter{r: r}, nil
+}
+
+// openMulti maps the multi-producer ring at path read-write; op names
+// the caller in errors.
+func openMulti(path, op string) (*Ring, error) {
+	r, err := Open(path, OpenOptions{Writable: true})
+	if err != nil {
+		return nil, err
+	}
+	if !r.multi {
+		r.Close()
+		return nil, fmt.Errorf("%s %s: %w: not a multi-producer ring (flags %#x)", op, path, ErrInvalid, uint32(r.layout.Flags))
+	}
+	return r, nil
 }
 
 // Ring is the ring this producer writes.

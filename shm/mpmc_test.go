@@ -247,10 +247,7 @@ func TestMpmcGoroutines(t *testing.T) {
 			defer cwg.Done()
 			q, buf := qs[c], make([]byte, 56)
 			for {
-				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-				_, err := q.RecvContext(ctx, buf)
-				cancel()
-				if err == nil {
+				if recvWithin(20*time.Millisecond, q.RecvContext, buf) {
 					key, _, ok := mpCheck(buf)
 					if !ok {
 						torn[c]++

@@ -108,10 +108,7 @@ func mpmcQueue(ring, arg string) (mpmcResult, error) {
 	var keys []byte
 	p := make([]byte, mpPayload)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		_, err := q.RecvContext(ctx, p)
-		cancel()
-		if err == nil {
+		if recvWithin(20*time.Millisecond, q.RecvContext, p) {
 			key, _, ok := mpCheck(p)
 			if !ok {
 				res.Torn++
@@ -125,6 +122,15 @@ func mpmcQueue(ring, arg string) (mpmcResult, error) {
 	}
 	res.Received, res.Lost = q.Received(), q.Dropped()
 	return res, os.WriteFile(ring+".keys."+arg, keys, 0o644)
+}
+
+// recvWithin receives into p with recv, waiting at most d, and reports
+// whether it got a record.
+func recvWithin(d time.Duration, recv func(context.Context, []byte) (uint64, error), p []byte) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	_, err := recv(ctx, p)
+	return err == nil
 }
 
 // mpmcReady tells the parent this child is attached, and waits for go.
@@ -148,10 +154,7 @@ func mpmcBroadcast(ring, arg string) (mpmcResult, error) {
 	}
 	p := make([]byte, mpPayload)
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-		_, err := rd.RecvContext(ctx, p)
-		cancel()
-		if err == nil {
+		if recvWithin(20*time.Millisecond, rd.RecvContext, p) {
 			key, _, ok := mpCheck(p)
 			if !ok {
 				res.Torn++

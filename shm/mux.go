@@ -98,17 +98,12 @@ func (m *RingMultiplexer[T]) TryRecv(v *T) (Origin, bool) {
 // Recv waits for a record from any source until ctx is done (ctx's error
 // then, promptly). It returns ErrClosed once every source is closed.
 func (m *RingMultiplexer[T]) Recv(ctx context.Context, v *T) (Origin, error) {
-	deadline, _ := ctx.Deadline()
-	return m.recvUntil(ctx, deadline, v)
+	return m.recvUntil(ctx, ctxDeadline(ctx), v)
 }
 
 // RecvTimeout waits for a record at most timeout (0: forever).
 func (m *RingMultiplexer[T]) RecvTimeout(v *T, timeout time.Duration) (Origin, error) {
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	return m.recvUntil(nil, deadline, v)
+	return m.recvUntil(nil, deadlineAfter(timeout), v)
 }
 
 func (m *RingMultiplexer[T]) recvUntil(ctx context.Context, deadline time.Time, v *T) (Origin, error) {

@@ -37,14 +37,20 @@ func tickRings(tb testing.TB, n int) ([]*Producer[tick], []*Consumer[tick]) {
 	return ps, cs
 }
 
-func TestMuxRoundRobinFair(t *testing.T) {
-	ps, cs := tickRings(t, 3)
-	m := NewRingMultiplexer[tick](RoundRobin, nil)
-	for _, c := range cs {
-		if _, err := m.Add(c); err != nil {
-			t.Fatal(err)
+func newMux(tb testing.TB, policy MuxPolicy, ws *WaitStrategy, cs ...*Consumer[tick]) *RingMultiplexer[tick] {
+	tb.Helper()
+	m := NewRingMultiplexer[tick](policy, ws)
+	for i, c := range cs {
+		if n, err := m.Add(c); err != nil || n != i {
+			tb.Fatalf("Add source %d = %d, %v", i, n, err)
 		}
 	}
+	return m
+}
+
+func TestMuxRoundRobinFair(t *testing.T) {
+	ps, cs := tickRings(t, 3)
+	m := newMux(t, RoundRobin, nil, cs...)
 	for _, p := range ps {
 		pushTicks(t, p, 1, 300)
 	}
@@ -69,9 +75,7 @@ func TestMuxRoundRobinFair(t *testing.T) {
 
 func TestMuxStrictPriority(t *testing.T) {
 	ps, cs := tickRings(t, 2)
-	m := NewRingMultiplexer[tick](Priority, nil)
-	m.Add(cs[0])
-	m.Add(cs[1])
+	m := newMux(t, Priority, nil, cs...)
 	pushTicks(t, ps[1], 1, 50)
 	pushTicks(t, ps[0], 1, 50)
 	var got []int
@@ -97,10 +101,7 @@ func TestMuxStrictPriority(t *testing.T) {
 // record in any ring wakes it long before its 5 s sleep bound.
 func TestMuxSleepsOnAllRings(t *testing.T) {
 	ps, cs := tickRings(t, 3)
-	m := NewRingMultiplexer[tick](RoundRobin, sleepy())
-	for _, c := range cs {
-		m.Add(c)
-	}
+	m := newMux(t, RoundRobin, sleepy(), cs...)
 	for _, target := range []int{2, 0, 1} {
 		type res struct {
 			o   Origin
@@ -184,8 +185,7 @@ func TestRecvContextCancelWakesSleeper(t *testing.T) {
 		})
 	})
 	t.Run("multiplexer", func(t *testing.T) {
-		m := NewRingMultiplexer[tick](RoundRobin, sleepy())
-		m.Add(cs[0])
+		m := newMux(t, RoundRobin, sleepy(), cs[0])
 		medianCancel(t, r, func(ctx context.Context) error {
 			var v tick
 			_, err := m.Recv(ctx, &v)
@@ -241,9 +241,7 @@ func TestAllIterators(t *testing.T) {
 		t.Fatalf("idle ring yielded %d", seq)
 	}
 
-	m := NewRingMultiplexer[tick](RoundRobin, nil)
-	m.Add(cs[0])
-	m.Add(cs[1])
+	m := newMux(t, RoundRobin, nil, cs...)
 	pushTicks(t, ps[0], 6, 7)
 	pushTicks(t, ps[1], 1, 2)
 	var origins []Origin
@@ -282,9 +280,7 @@ func TestAllIterators(t *testing.T) {
 // there, blocking or not, allocates nothing.
 func TestHotPathsAllocateNothing(t *testing.T) {
 	ps, cs := tickRings(t, 2)
-	m := NewRingMultiplexer[tick](RoundRobin, nil)
-	m.Add(cs[0])
-	m.Add(cs[1])
+	m := newMux(t, RoundRobin, nil, cs...)
 	path := ringPath(t)
 	mp := mpmcProducer(t, path, 1024)
 	q := queueConsumer(t, path, QueueOptions{})

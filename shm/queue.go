@@ -2,7 +2,6 @@ package shm
 
 import (
 	"context"
-	"fmt"
 	"time"
 )
 
@@ -33,13 +32,9 @@ type QueueReader struct {
 // OpenQueueReader attaches a competing consumer to the multi-producer ring
 // at path. It needs write access (it moves read_seq).
 func OpenQueueReader(path string, opts QueueOptions) (*QueueReader, error) {
-	r, err := Open(path, OpenOptions{Writable: true})
+	r, err := openMulti(path, "open queue consumer")
 	if err != nil {
 		return nil, err
-	}
-	if !r.multi {
-		r.Close()
-		return nil, fmt.Errorf("open queue consumer %s: %w: not a multi-producer ring (flags %#x)", path, ErrInvalid, uint32(r.layout.Flags))
 	}
 	q := &QueueReader{r: r, w: &waiter{ws: SpinYield(128)}}
 	if opts.Wait != nil {
@@ -149,18 +144,13 @@ func (q *QueueReader) readTicket(t uint64, dst []byte) SlotState {
 // Recv waits (with the consumer's strategy) for the next ticket's record,
 // at most timeout (0: forever). It returns ErrTimeout or ErrClosed.
 func (q *QueueReader) Recv(dst []byte, timeout time.Duration) (uint64, error) {
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	return q.recvUntil(nil, deadline, dst)
+	return q.recvUntil(nil, deadlineAfter(timeout), dst)
 }
 
 // RecvContext waits for the next ticket's record until ctx is done,
 // returning ctx's error then, promptly (see waiter).
 func (q *QueueReader) RecvContext(ctx context.Context, dst []byte) (uint64, error) {
-	deadline, _ := ctx.Deadline()
-	return q.recvUntil(ctx, deadline, dst)
+	return q.recvUntil(ctx, ctxDeadline(ctx), dst)
 }
 
 func (q *QueueReader) recvUntil(ctx context.Context, deadline time.Time, dst []byte) (uint64, error) {

@@ -252,19 +252,14 @@ func (rd *Reader) skipHoles(c uint64) {
 // Recv waits (with the reader's strategy) for the next record, at most
 // timeout (0: forever). It returns ErrTimeout or ErrClosed.
 func (rd *Reader) Recv(dst []byte, timeout time.Duration) (uint64, error) {
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	return rd.recvUntil(nil, deadline, dst)
+	return rd.recvUntil(nil, deadlineAfter(timeout), dst)
 }
 
 // RecvContext waits for the next record until ctx is done, returning ctx's
 // error then, promptly: a futex sleep is woken by the context's end (see
 // waiter), a polling strategy checks it between polls.
 func (rd *Reader) RecvContext(ctx context.Context, dst []byte) (uint64, error) {
-	deadline, _ := ctx.Deadline()
-	return rd.recvUntil(ctx, deadline, dst)
+	return rd.recvUntil(ctx, ctxDeadline(ctx), dst)
 }
 
 func (rd *Reader) recvUntil(ctx context.Context, deadline time.Time, dst []byte) (uint64, error) {

@@ -68,16 +68,11 @@ type Consumer[T any] struct {
 // NewConsumer attaches to the ring at path. The ring's payload size must be
 // able to hold a T.
 func NewConsumer[T any](path string, opts ReadOptions) (*Consumer[T], error) {
-	if err := checkType[T](); err != nil {
-		return nil, fmt.Errorf("open reader %s: %w", path, err)
-	}
-	rd, err := OpenReader(path, opts)
+	rd, err := openFor[T](path, "open reader", func(path string) (*Reader, error) {
+		return OpenReader(path, opts)
+	})
 	if err != nil {
 		return nil, err
-	}
-	if err := checkRecord[T](rd.r); err != nil {
-		rd.Close()
-		return nil, fmt.Errorf("open reader %s: %w", path, err)
 	}
 	return &Consumer[T]{rd: rd}, nil
 }

@@ -37,18 +37,33 @@ func NewMpmcProducer[T any](path string, opts MpmcOptions) (*MpmcProducer[T], er
 // AttachMpmcProducer joins the multi-producer ring at path as another
 // producer of T records.
 func AttachMpmcProducer[T any](path string) (*MpmcProducer[T], error) {
-	if err := checkType[T](); err != nil {
-		return nil, fmt.Errorf("open producer %s: %w", path, err)
-	}
-	w, err := OpenMultiWriter(path)
+	w, err := openFor[T](path, "open producer", OpenMultiWriter)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkRecord[T](w.r); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("open producer %s: %w", path, err)
-	}
 	return &MpmcProducer[T]{w: w}, nil
+}
+
+// openFor opens a byte-oriented producer or consumer with open, for records
+// of type T: T must be pointer-free and fill the ring's slots exactly. op
+// names the caller in errors.
+func openFor[T any, C interface {
+	Ring() *Ring
+	Close() error
+}](path, op string, open func(string) (C, error)) (C, error) {
+	var zero C
+	if err := checkType[T](); err != nil {
+		return zero, fmt.Errorf("%s %s: %w", op, path, err)
+	}
+	c, err := open(path)
+	if err != nil {
+		return zero, err
+	}
+	if err := checkRecord[T](c.Ring()); err != nil {
+		c.Close()
+		return zero, fmt.Errorf("%s %s: %w", op, path, err)
+	}
+	return c, nil
 }
 
 // checkRecord refuses a ring whose slots do not hold exactly a T.
@@ -79,16 +94,11 @@ type MpmcQueueConsumer[T any] struct {
 // NewMpmcQueueConsumer attaches a competing consumer to the multi-producer
 // ring at path.
 func NewMpmcQueueConsumer[T any](path string, opts QueueOptions) (*MpmcQueueConsumer[T], error) {
-	if err := checkType[T](); err != nil {
-		return nil, fmt.Errorf("open queue consumer %s: %w", path, err)
-	}
-	q, err := OpenQueueReader(path, opts)
+	q, err := openFor[T](path, "open queue consumer", func(path string) (*QueueReader, error) {
+		return OpenQueueReader(path, opts)
+	})
 	if err != nil {
 		return nil, err
-	}
-	if err := checkRecord[T](q.r); err != nil {
-		q.Close()
-		return nil, fmt.Errorf("open queue consumer %s: %w", path, err)
 	}
 	return &MpmcQueueConsumer[T]{q: q}, nil
 }

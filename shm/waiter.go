@@ -96,6 +96,21 @@ func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings [
 	}
 }
 
+// deadlineAfter is the deadline of a receive waiting at most timeout
+// (0 or less: none, the zero time).
+func deadlineAfter(timeout time.Duration) time.Time {
+	if timeout <= 0 {
+		return time.Time{}
+	}
+	return time.Now().Add(timeout)
+}
+
+// ctxDeadline is ctx's deadline, the zero time when it has none.
+func ctxDeadline(ctx context.Context) time.Time {
+	d, _ := ctx.Deadline()
+	return d
+}
+
 // wake is the AfterFunc of a cancellable receive's context.
 func (w *waiter) wake() {
 	w.cancel.Add(1)
