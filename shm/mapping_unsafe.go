@@ -98,6 +98,14 @@ func bytesOf[T any](v *T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
 }
 
+// sliceBytes views a slice of pointer-free values as its bytes.
+func sliceBytes[T any](vs []T) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&vs[0])), uintptr(len(vs))*unsafe.Sizeof(vs[0]))
+}
+
 // sizeOf returns the size of T in bytes.
 func sizeOf[T any]() uintptr {
 	var zero T

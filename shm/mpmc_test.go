@@ -291,3 +291,34 @@ func TestMpmcGoroutines(t *testing.T) {
 	}
 	t.Logf("received %d, dropped %d", recv, dropped)
 }
+
+// TestReadSlotInFlight: the stateless slot read (serve's) waits for an
+// in-flight record at most InFlightTimeout, then reports a hole; a record
+// whose slot the producers have claimed again is overwritten at once.
+func TestReadSlotInFlight(t *testing.T) {
+	setInFlightTimeout(t, 20*time.Millisecond)
+	s := specRing{capacity: 8, payload: 56, flags: 0x21, writeSeq: 5,
+		slots: map[uint64]uint64{3: 3, 4: ^uint64(0), 5: 5}}
+	b := s.bytes()
+	le.PutUint64(b[40:], 7)
+	r := openRing(t, writeRing(t, t.TempDir(), b), OpenOptions{})
+	buf := make([]byte, 56)
+	start := time.Now()
+	if st, err := r.ReadSlot(4, buf); err != nil || st != SlotHole {
+		t.Fatalf("ReadSlot(in flight) = %v, %v; want a hole", st, err)
+	}
+	if d := time.Since(start); d < InFlightTimeout {
+		t.Fatalf("in-flight record given up after %v, before InFlightTimeout", d)
+	}
+	for seq, want := range map[uint64]SlotState{5: SlotReady, 6: SlotNotYet, 3: SlotReady} {
+		if st, _ := r.ReadSlot(seq, buf); st != want {
+			t.Errorf("ReadSlot(%d) = %v, want %v", seq, st, want)
+		}
+	}
+	b = s.bytes()
+	le.PutUint64(b[40:], 13) // ticket 12 (slot 4, next lap) claimed
+	r = openRing(t, writeRing(t, t.TempDir(), b), OpenOptions{})
+	if st, _ := r.ReadSlot(4, buf); st != SlotOverwritten {
+		t.Errorf("ReadSlot of a slot claimed again = %v, want overwritten", st)
+	}
+}

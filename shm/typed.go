@@ -54,6 +54,12 @@ func (p *Producer[T]) PushContext(ctx context.Context, v *T) (uint64, error) {
 // TryPush is Push that fails with ErrBackpressure instead of waiting.
 func (p *Producer[T]) TryPush(v *T) (uint64, error) { return p.w.TryPush(bytesOf(v)) }
 
+// PushBatch publishes vs as consecutive records with one write_seq store
+// and returns the last sequence (Writer.PushBatch).
+func (p *Producer[T]) PushBatch(vs []T) (uint64, error) {
+	return p.w.PushBatch(sliceBytes(vs), int(sizeOf[T]()))
+}
+
 // Writer is the underlying byte-oriented writer.
 func (p *Producer[T]) Writer() *Writer { return p.w }
 

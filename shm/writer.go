@@ -176,18 +176,57 @@ func (w *Writer) push(ctx context.Context, p []byte, wait bool) (uint64, error) 
 		return 0, w.errSize(p)
 	}
 	seq := w.next
-	if w.lossless && seq > w.gate && !w.openGate(seq) {
-		w.stats.Backpressure++
-		if !wait {
-			return 0, ErrBackpressure
-		}
-		if err := w.waitGate(ctx, seq); err != nil {
-			return 0, err
-		}
+	if err := w.admit(ctx, seq, wait); err != nil {
+		return 0, err
 	}
 	w.store(seq, p)
 	w.publish(seq)
 	return seq, nil
+}
+
+// admit returns once record seq may be written: at once on a lossy ring or
+// below the gate, else after the slowest live reader moved on (wait) or
+// with ErrBackpressure (!wait).
+func (w *Writer) admit(ctx context.Context, seq uint64, wait bool) error {
+	if !w.lossless || seq <= w.gate || w.openGate(seq) {
+		return nil
+	}
+	w.stats.Backpressure++
+	if !wait {
+		return ErrBackpressure
+	}
+	return w.waitGate(ctx, seq)
+}
+
+// PushBatch writes the records of p, size bytes each and back to back, and
+// publishes them all with one write_seq store (and at most one wake-up),
+// as the reference's push_batch. It returns the last sequence written. On
+// a lossless ring it waits for readers as Push does, publishing what it
+// stored before it waits (readers cannot move past unpublished records).
+func (w *Writer) PushBatch(p []byte, size int) (uint64, error) {
+	if w.r.closed {
+		return 0, ErrClosed
+	}
+	if size <= 0 || size > w.r.layout.PayloadSize() || len(p)%size != 0 {
+		return 0, fmt.Errorf("%w: batch of %d bytes in %d-byte records, slots hold %d", ErrInvalid, len(p), size, w.r.layout.PayloadSize())
+	}
+	first := w.next
+	for off := 0; off < len(p); off += size {
+		seq := w.next
+		if w.lossless && seq > w.gate && !w.openGate(seq) {
+			if seq > first {
+				w.publish(seq - 1)
+			}
+			if err := w.admit(nil, seq, true); err != nil {
+				return seq - 1, err
+			}
+		}
+		w.store(seq, p[off:off+size])
+	}
+	if w.next > first {
+		w.publish(w.next - 1)
+	}
+	return w.next - 1, nil
 }
 
 // Store writes p as record seq without publishing it: seq must be at least
