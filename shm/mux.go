@@ -68,6 +68,14 @@ func (m *RingMultiplexer[T]) Add(src MuxSource[T]) (int, error) {
 	return len(m.srcs) - 1, nil
 }
 
+// Close forgets the sources (it does not close them) and the context the
+// last blocking receive watched.
+func (m *RingMultiplexer[T]) Close() error {
+	m.w.release()
+	m.srcs, m.rings = nil, nil
+	return nil
+}
+
 // Len is the number of sources.
 func (m *RingMultiplexer[T]) Len() int { return len(m.srcs) }
 

@@ -176,4 +176,7 @@ func (q *QueueReader) ready() bool {
 
 // Close unmaps the ring. A ticket taken but not read yet is lost (counted
 // by no one: the consumer is gone).
-func (q *QueueReader) Close() error { return q.r.Close() }
+func (q *QueueReader) Close() error {
+	q.w.release()
+	return q.r.Close()
+}

@@ -322,5 +322,6 @@ func (rd *Reader) Close() error {
 		rd.reg = -1
 	}
 	rd.closeCheckpoint()
+	rd.w.release()
 	return rd.r.Close()
 }

@@ -39,6 +39,27 @@ type waiter struct {
 	// last check of ctx.Done() and sleeps only while it still holds that
 	// value: a cancel after the check changes it, so no wake-up is lost.
 	cancel atomic.Uint32
+	// done is the Done channel of the context whose end bumps cancel (its
+	// AfterFunc registration, undone by stop). It is kept across receives:
+	// receiving again with the same context registers nothing, so a
+	// sleeping receive allocates only for a new context.
+	done <-chan struct{}
+	stop func() bool
+}
+
+// watch makes the end of ctx (whose Done channel is done) wake this
+// consumer's sleeps, instead of the context watched so far.
+func (w *waiter) watch(ctx context.Context, done <-chan struct{}) {
+	w.release()
+	w.stop, w.done = context.AfterFunc(ctx, w.wake), done
+}
+
+// release drops the registration with the watched context (Close).
+func (w *waiter) release() {
+	if w.stop != nil {
+		w.stop()
+		w.stop, w.done = nil, nil
+	}
 }
 
 // recvLoop polls try until it yields a record or an error, the deadline
@@ -47,7 +68,7 @@ type waiter struct {
 // a futex sleep covers rings and ends early once ready() (a record may be
 // there, checked after announcing the sleep in each ring's
 // waiting_consumers). ctx may be nil; no allocation unless it sleeps with
-// a cancellable ctx.
+// a cancellable ctx it did not sleep with before.
 func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings []*Ring,
 	closed func() bool, try func() (R, bool, error), ready func() bool) (R, error) {
 	var zero R
@@ -55,12 +76,6 @@ func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings [
 	if ctx != nil {
 		done = ctx.Done()
 	}
-	var stop func() bool
-	defer func() {
-		if stop != nil {
-			stop()
-		}
-	}()
 	for i := 0; ; i++ {
 		if closed() {
 			return zero, ErrClosed
@@ -89,8 +104,8 @@ func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings [
 			schedYield()
 			continue
 		}
-		if done != nil && stop == nil {
-			stop = context.AfterFunc(ctx, w.wake)
+		if done != nil && done != w.done {
+			w.watch(ctx, done)
 		}
 		w.sleep(rings, ready, deadline, done)
 	}
