@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/shm"
 )
 
 // gen --producers re-executes this binary: make it run the CLI
@@ -81,4 +87,33 @@ func TestGenProducersUsage(t *testing.T) {
 			t.Errorf("ringfire %v: %v, want a usage error", args, err)
 		}
 	}
+}
+
+// TestGenProducersUntilCancelled: interrupting gen --producers interrupts
+// its producer processes, which report what they wrote.
+func TestGenProducersUntilCancelled(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "ring")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if r, err := shm.Open(path, shm.OpenOptions{}); err == nil {
+				n := r.ClaimSeq()
+				r.Close()
+				if n > 200 { // both producers run
+					cancel()
+					return
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"gen", path, "--producers", "2", "--rate", "20000", "--capacity", "1024"}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("gen: %v\n%s", err, stderr.String())
+	}
+	out := stdout.String()
+	wantMatch(t, "gen output", out, `(?m)^producer 0: wrote [1-9][0-9]* records`, `(?m)^producer 1: wrote [1-9][0-9]* records`,
+		`(?m)^2 producers: [1-9][0-9]* tickets`)
 }
