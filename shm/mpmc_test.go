@@ -322,3 +322,45 @@ func TestReadSlotInFlight(t *testing.T) {
 		t.Errorf("ReadSlot of a slot claimed again = %v, want overwritten", st)
 	}
 }
+
+// TestInFlightBoundsSleeps: a consumer whose strategy sleeps up to 5 s,
+// waiting on a record whose producer died mid-write, gives it up after
+// InFlightTimeout and returns the next record long before its sleep bound.
+func TestInFlightBoundsSleeps(t *testing.T) {
+	setInFlightTimeout(t, 20*time.Millisecond)
+	s := specRing{capacity: 8, payload: 56, flags: 0x21, writeSeq: 2,
+		slots: map[uint64]uint64{1: ^uint64(0), 2: 2}}
+	b := s.bytes()
+	le.PutUint64(b[40:], 3)
+	le.PutUint64(b[64:], 1)
+	path := writeRing(t, t.TempDir(), b)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	q := queueConsumer(t, path, QueueOptions{Wait: sleepy()})
+	c := consumer[tick](t, path, ReadOptions{Start: StartOldest, Wait: sleepy()})
+	m := newMux(t, RoundRobin, sleepy(), c)
+	for name, recv := range map[string]func(*tick) error{
+		"queue consumer": func(v *tick) error { return q.Recv(ctx, v) },
+		"consumer":       func(v *tick) error { return c.RecvContext(ctx, v) },
+	} {
+		start := time.Now()
+		var v tick
+		if err := recv(&v); err != nil || v.Seq != 2 {
+			t.Fatalf("%s: %+v, %v; want record 2", name, v, err)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s returned after %v: it slept out its bound on the dead record", name, d)
+		}
+	}
+	if q.Dropped() != 1 || c.Dropped() != 1 {
+		t.Fatalf("dropped: queue %d, consumer %d; want 1 each", q.Dropped(), c.Dropped())
+	}
+	// The multiplexer's sleeps are bounded the same way.
+	c2 := consumer[tick](t, path, ReadOptions{Start: StartOldest, Wait: sleepy()})
+	m = newMux(t, RoundRobin, sleepy(), c2)
+	start := time.Now()
+	var v tick
+	if o, err := m.Recv(ctx, &v); err != nil || o.Seq != 2 || time.Since(start) > 2*time.Second {
+		t.Fatalf("multiplexer: %+v, %v after %v", o, err, time.Since(start))
+	}
+}

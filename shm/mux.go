@@ -26,6 +26,7 @@ type MuxSource[T any] interface {
 	muxTry(v *T) (uint64, bool)
 	muxRing() *Ring
 	muxReady() bool
+	muxWaiter() *waiter
 }
 
 // Origin says where a multiplexed record came from.
@@ -83,6 +84,7 @@ func (m *RingMultiplexer[T]) Len() int { return len(m.srcs) }
 // that has one into v; ok false when none has.
 func (m *RingMultiplexer[T]) TryRecv(v *T) (Origin, bool) {
 	n := len(m.srcs)
+	inFlight := false
 	start := 0
 	if m.policy == RoundRobin && n > 0 {
 		start = m.next % n
@@ -99,7 +101,9 @@ func (m *RingMultiplexer[T]) TryRecv(v *T) (Origin, bool) {
 			m.next = i + 1
 			return Origin{Index: i, Seq: seq}, true
 		}
+		inFlight = inFlight || m.srcs[i].muxWaiter().inFlight
 	}
+	m.w.inFlight = inFlight
 	return Origin{}, false
 }
 
@@ -156,10 +160,12 @@ func (m *RingMultiplexer[T]) All(ctx context.Context) iter.Seq2[Origin, T] {
 func (c *Consumer[T]) muxTry(v *T) (uint64, bool) { return c.rd.TryRecv(bytesOf(v)) }
 func (c *Consumer[T]) muxRing() *Ring             { return c.rd.r }
 func (c *Consumer[T]) muxReady() bool             { return c.rd.ready() }
+func (c *Consumer[T]) muxWaiter() *waiter         { return c.rd.w }
 
 func (c *MpmcQueueConsumer[T]) muxTry(v *T) (uint64, bool) { return c.q.TryRecv(bytesOf(v)) }
 func (c *MpmcQueueConsumer[T]) muxRing() *Ring             { return c.q.r }
 func (c *MpmcQueueConsumer[T]) muxReady() bool             { return c.q.ready() }
+func (c *MpmcQueueConsumer[T]) muxWaiter() *waiter         { return c.q.w }
 
 // All iterates over the consumer's records, with their sequences, until
 // ctx ends or the consumer is closed.

@@ -69,6 +69,7 @@ func (q *QueueReader) TryRecv(dst []byte) (seq uint64, ok bool) {
 	if n := r.layout.PayloadSize(); len(dst) > n {
 		dst = dst[:n]
 	}
+	q.w.inFlight = false
 	for {
 		if t := q.pending; t != 0 {
 			switch q.readTicket(t, dst) {
@@ -77,6 +78,7 @@ func (q *QueueReader) TryRecv(dst []byte) (seq uint64, ok bool) {
 				q.recv++
 				return t, true
 			case slotInFlight:
+				q.w.inFlight = true
 				return 0, false
 			}
 			q.pending = 0
@@ -125,11 +127,9 @@ func (q *QueueReader) readTicket(t uint64, dst []byte) SlotState {
 	switch {
 	case ok:
 		return SlotReady
-	case s == t: // torn: a later lap overwrote it during the copy
+	case s != SlotWriting && s > t: // a later lap is there
 		return SlotOverwritten
-	case s != SlotWriting && s > t:
-		return SlotOverwritten
-	case r.claimSeq.Load() > t+r.layout.Capacity:
+	case r.claimSeq.Load() > t+r.layout.Capacity: // one is being written (a torn copy), or will be
 		return SlotOverwritten
 	}
 	now := time.Now()

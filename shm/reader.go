@@ -180,6 +180,7 @@ func (rd *Reader) poll(dst []byte) (uint64, bool) {
 	if n := r.layout.PayloadSize(); len(dst) > n {
 		dst = dst[:n]
 	}
+	rd.w.inFlight = false
 	for range 4 { // a lap or a hole moves the cursor; retry a few times
 		c := rd.next
 		s, ok := r.readSlot(c, dst)
@@ -201,6 +202,7 @@ func (rd *Reader) poll(dst []byte) (uint64, bool) {
 			rd.skipHoles(c)
 		case slotInFlight:
 			if !rd.expired(c) {
+				rd.w.inFlight = true
 				return 0, false
 			}
 			rd.dropped++

@@ -45,6 +45,11 @@ type waiter struct {
 	// sleeping receive allocates only for a new context.
 	done <-chan struct{}
 	stop func() bool
+	// inFlight is set by the consumer's last poll when it waits on a
+	// multi-producer record still in flight: sleeps are then bounded by
+	// InFlightTimeout, so a dead producer's record is given up in time
+	// whatever the strategy's sleep bound.
+	inFlight bool
 }
 
 // watch makes the end of ctx (whose Done channel is done) wake this
@@ -141,6 +146,9 @@ func (w *waiter) sleep(rings []*Ring, ready func() bool, deadline time.Time, don
 	d := w.ws.maxSleep
 	if d <= 0 {
 		d = DefaultMaxSleep
+	}
+	if w.inFlight {
+		d = min(d, InFlightTimeout)
 	}
 	if !deadline.IsZero() {
 		if d = min(d, time.Until(deadline)); d <= 0 {
