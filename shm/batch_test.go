@@ -55,6 +55,9 @@ func TestPushBatchLossless(t *testing.T) {
 		_, err := p.PushBatch(batch)
 		done <- err
 	}()
+	// The writer fills the ring (the reader is at 1) and publishes what it
+	// stored before waiting: without that, write_seq stays 0 and both wait.
+	waitUntil(t, "the batch's first 8 records are published", func() bool { return p.Writer().Ring().WriteSeq() == 8 })
 	var v tick
 	for want := uint64(1); want <= 50; want++ {
 		if err := c.Recv(&v, 5*time.Second); err != nil || v.Seq != want {

@@ -214,10 +214,11 @@ func (w *Writer) PushBatch(p []byte, size int) (uint64, error) {
 	for off := 0; off < len(p); off += size {
 		seq := w.next
 		if w.lossless && seq > w.gate && !w.openGate(seq) {
+			w.stats.Backpressure++
 			if seq > first {
 				w.publish(seq - 1)
 			}
-			if err := w.admit(nil, seq, true); err != nil {
+			if err := w.waitGate(nil, seq); err != nil {
 				return seq - 1, err
 			}
 		}
