@@ -102,8 +102,12 @@
 // Every shared word is 4- or 8-byte aligned and accessed with sync/atomic
 // through pointers into the mapping (mapping_unsafe.go). Readers copy
 // payloads with 64-bit atomic loads (ordered on weak CPUs, silent under the
-// race detector); the writer copies with memmove between two atomic
-// operations. The Go garbage collector never sees the mapping; every object
+// race detector); the writer copies with memmove between its two
+// slot-sequence stores, which on amd64 are plain ordered stores in
+// assembly (markWriting, storeRelease: total store order keeps marker,
+// payload and sequence in order, and the store buffer absorbs the cache
+// misses of a batch) and elsewhere a swap and an atomic store. write_seq,
+// followed by the load of waiting_consumers, keeps its atomic store. The Go garbage collector never sees the mapping; every object
 // fails with ErrClosed after Close instead of touching unmapped memory.
 //
 // Choices where compat.md is silent: unknown flag bits are refused; a

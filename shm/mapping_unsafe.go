@@ -53,6 +53,12 @@ func (m *mapping) u64(off uint64) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&m.data[off]))
 }
 
+// word is the 8-byte aligned shared word at off as a plain pointer, for
+// markWriting and storeRelease.
+func (m *mapping) word(off uint64) *uint64 {
+	return (*uint64)(unsafe.Pointer(&m.data[off]))
+}
+
 // u32 returns the 4-byte aligned shared word at off.
 func (m *mapping) u32(off uint64) *atomic.Uint32 {
 	return (*atomic.Uint32)(unsafe.Pointer(&m.data[off]))

@@ -43,8 +43,11 @@ func ppEchoMain(v string) error {
 	}
 	ipcbench.Watchdog(cfg.Parent, cfg.Limit)
 	deadline := time.Now().Add(cfg.Limit)
-	if cfg.Kind == "ring" {
+	switch cfg.Kind {
+	case "ring":
 		return ppEchoRing(cfg, deadline)
+	case "drain": // drain_test.go
+		return ppDrainRing(cfg, deadline)
 	}
 	_, err := ipcbench.ServeChild(ipcbench.Transport(cfg.Kind), cfg.Addr, deadline)
 	return err

@@ -264,19 +264,19 @@ func (w *Writer) Publish(seq uint64) error {
 	return nil
 }
 
-// store is the seqlock write of one slot: mark it SlotWriting with a Swap
-// (a full barrier: its acquire half keeps the payload stores after it on
-// weakly ordered CPUs), copy the payload, then Store the sequence.
+// store is the seqlock write of one slot: mark it SlotWriting (ordered
+// before the payload stores), copy the payload, then store the sequence
+// (ordered after them); see storerel_amd64.go.
 func (w *Writer) store(seq uint64, p []byte) {
 	r := w.r
 	off := r.slotOff(seq)
-	word := r.m.u64(off)
-	word.Swap(SlotWriting)
+	word := r.m.word(off)
+	markWriting(word)
 	r.m.storeBytes(off+8, p)
 	if n := r.layout.PayloadSize(); len(p) < n {
 		clear(r.m.data[off+8+uint64(len(p)) : off+8+uint64(n)])
 	}
-	word.Store(seq)
+	storeRelease(word, seq)
 	w.next = seq + 1
 	w.stats.Published++
 }
