@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // waitUntil polls cond until it holds, failing tb after 5 s.
@@ -300,6 +302,50 @@ func TestHotPathsAllocateNothing(t *testing.T) {
 	} {
 		if n := testing.AllocsPerRun(200, f); n != 0 {
 			t.Errorf("%s: %v allocations per record", name, n)
+		}
+	}
+}
+
+// cpuTime is this process's user + system CPU time so far.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestBlockedReceiveDoesNotSpin: a receive blocked with FutexWait for
+// 300 ms on an idle ring (or several) uses a small fraction of a CPU: it
+// sleeps in the kernel instead of polling.
+func TestBlockedReceiveDoesNotSpin(t *testing.T) {
+	ws := FutexWait(16)
+	_, cs := tickRings(t, 3)
+	for i := range cs {
+		cs[i].Reader().w.ws = ws
+	}
+	path := ringPath(t)
+	mpmcProducer(t, path, 16)
+	q := queueConsumer(t, path, QueueOptions{Wait: &ws})
+	m := newMux(t, RoundRobin, &ws, cs...)
+	const block = 300 * time.Millisecond
+	for name, recv := range map[string]func(ctx context.Context) error{
+		"consumer":       func(ctx context.Context) error { var v tick; return cs[0].RecvContext(ctx, &v) },
+		"queue consumer": func(ctx context.Context) error { var v tick; return q.Recv(ctx, &v) },
+		"multiplexer":    func(ctx context.Context) error { var v tick; _, err := m.Recv(ctx, &v); return err },
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), block)
+		before, start := cpuTime(t), time.Now()
+		err := recv(ctx)
+		cancel()
+		used, wall := cpuTime(t)-before, time.Since(start)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("%s: %v, want the deadline", name, err)
+		}
+		t.Logf("%s: blocked %v, used %v of CPU", name, wall.Round(time.Millisecond), used)
+		if used > wall/4 {
+			t.Errorf("%s: blocked %v and used %v of CPU: it polls instead of sleeping", name, wall, used)
 		}
 	}
 }

@@ -68,7 +68,8 @@ func (w *waiter) release() {
 }
 
 // recvLoop polls try until it yields a record or an error, the deadline
-// passes (ErrTimeout), ctx ends (its error) or closed() reports the
+// passes (ErrTimeout; context.DeadlineExceeded when it is ctx's), ctx ends
+// (its error) or closed() reports the
 // consumer closed (ErrClosed). Between polls it waits with the strategy;
 // a futex sleep covers rings and ends early once ready() (a record may be
 // there, checked after announcing the sleep in each ring's
@@ -96,6 +97,9 @@ func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings [
 			}
 		}
 		if i&63 == 63 && !deadline.IsZero() && time.Now().After(deadline) {
+			if ctx != nil { // the deadline is ctx's: report it as ctx does
+				return zero, context.DeadlineExceeded
+			}
 			return zero, ErrTimeout
 		}
 		if i < w.ws.spins || w.ws.kind == waitSpin {
