@@ -227,6 +227,10 @@ func BenchmarkPingPongFutex(b *testing.B) { benchRingPingPong(b, "futex") }
 // also wait on the cancel word with futex_waitv).
 func BenchmarkPingPongFutexCtx(b *testing.B) { benchRingPingPong(b, "futex-ctx") }
 
+// BenchmarkPingPongPark: the same with ParkWait(32) on both sides: the
+// receiving goroutines park and the park hub's thread sleeps on the futex.
+func BenchmarkPingPongPark(b *testing.B) { benchRingPingPong(b, "park") }
+
 // BenchmarkPingPongSchedYield: the same with SpinSchedYield(32) on both
 // sides, unpinned: each yields its CPU to the other between polls.
 func BenchmarkPingPongSchedYield(b *testing.B) { benchRingPingPong(b, "sched-yield") }
@@ -291,7 +295,7 @@ func BenchmarkPingPongTCP(b *testing.B) { benchTransportPingPong(b, ipcbench.TCP
 // and that a round trip allocates nothing.
 func TestPingPongRoundTrips(t *testing.T) {
 	const rounds = 300
-	for _, wait := range []string{"spin", "futex", "futex-ctx", "sched-yield"} {
+	for _, wait := range []string{"spin", "futex", "futex-ctx", "park", "sched-yield"} {
 		t.Run("ring-"+wait, func(t *testing.T) {
 			r := ppStartRing(t, wait)
 			if ppPinned(wait) {

@@ -26,6 +26,8 @@ func ppWait(name string) (WaitStrategy, error) {
 		return FutexWait(32), nil
 	case "sched-yield":
 		return SpinSchedYield(32), nil
+	case "park":
+		return ParkWait(32), nil
 	}
 	return WaitStrategy{}, fmt.Errorf("unknown wait mode %q", name)
 }

@@ -66,7 +66,7 @@ type Reader struct {
 // waiting_consumers). A lossy ring whose file the caller may not write is
 // read unregistered, and a futex wait then degrades to short sleeps.
 func OpenReader(path string, opts ReadOptions) (*Reader, error) {
-	futex := opts.Wait != nil && opts.Wait.kind == waitFutex
+	futex := opts.Wait != nil && opts.Wait.sleeps()
 	r, err := Open(path, OpenOptions{Notify: futex})
 	if err != nil {
 		return nil, err

@@ -19,7 +19,12 @@ const (
 	waitYield
 	waitFutex
 	waitOSYield
+	waitPark
 )
+
+// sleeps reports whether the strategy sleeps on the futex word (and so
+// needs a writable header to announce itself).
+func (s WaitStrategy) sleeps() bool { return s.kind == waitFutex || s.kind == waitPark }
 
 // DefaultMaxSleep bounds one futex sleep, so a lost wake-up costs at most
 // this much latency.
@@ -53,6 +58,17 @@ func FutexWait(spins int) WaitStrategy {
 func (s WaitStrategy) WithMaxSleep(d time.Duration) WaitStrategy {
 	s.maxSleep = d
 	return s
+}
+
+// ParkWait polls spins times, then parks the receiving goroutine: one
+// goroutine of the process (the park hub) sleeps in futex_waitv on the
+// futex words of every parked receive and wakes those whose rings were
+// published to. Any number of blocked receives then hold a single OS
+// thread between them, at the price of a hand-off (a few microseconds) per
+// wake-up; context cancellation and deadlines are plain Go selects. Each
+// park is bounded by DefaultMaxSleep. Without futex_waitv it is FutexWait.
+func ParkWait(spins int) WaitStrategy {
+	return WaitStrategy{kind: waitPark, spins: spins, maxSleep: DefaultMaxSleep}
 }
 
 // pause waits once, round i of a wait for sequence want on ring r, never

@@ -50,6 +50,9 @@ type waiter struct {
 	// InFlightTimeout, so a dead producer's record is given up in time
 	// whatever the strategy's sleep bound.
 	inFlight bool
+	// parking is this consumer's entry in the park hub (ParkWait), made
+	// on its first park and reused.
+	parking *parking
 }
 
 // watch makes the end of ctx (whose Done channel is done) wake this
@@ -113,6 +116,12 @@ func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings [
 			schedYield()
 			continue
 		}
+		if w.ws.kind == waitPark && !noWaitv.Load() {
+			if d, ok := w.bound(deadline); ok {
+				w.parkSleep(rings, ready, d, done)
+			}
+			continue
+		}
 		if done != nil && done != w.done {
 			w.watch(ctx, done)
 		}
@@ -141,12 +150,10 @@ func (w *waiter) wake() {
 	futexWakePrivate(&w.cancel)
 }
 
-// sleep is one futex sleep on every ring's futex word (and on cancel when
-// done is not nil), at most the strategy's bound and never past deadline.
-// It announces itself in each ring's waiting_consumers first and does not
-// sleep if ready() then holds: a producer publishing after that sees the
-// announcement and wakes it, or has already changed the futex word.
-func (w *waiter) sleep(rings []*Ring, ready func() bool, deadline time.Time, done <-chan struct{}) {
+// bound is how long one sleep may last: the strategy's bound, at most
+// InFlightTimeout while waiting on an in-flight record, never past the
+// deadline (ok false: it has passed).
+func (w *waiter) bound(deadline time.Time) (time.Duration, bool) {
 	d := w.ws.maxSleep
 	if d <= 0 {
 		d = DefaultMaxSleep
@@ -156,8 +163,21 @@ func (w *waiter) sleep(rings []*Ring, ready func() bool, deadline time.Time, don
 	}
 	if !deadline.IsZero() {
 		if d = min(d, time.Until(deadline)); d <= 0 {
-			return
+			return 0, false
 		}
+	}
+	return d, true
+}
+
+// sleep is one futex sleep on every ring's futex word (and on cancel when
+// done is not nil), at most the strategy's bound and never past deadline.
+// It announces itself in each ring's waiting_consumers first and does not
+// sleep if ready() then holds: a producer publishing after that sees the
+// announcement and wakes it, or has already changed the futex word.
+func (w *waiter) sleep(rings []*Ring, ready func() bool, deadline time.Time, done <-chan struct{}) {
+	d, ok := w.bound(deadline)
+	if !ok {
+		return
 	}
 	var ws [maxWaitRings + 1]futexWaiter
 	n := 0
