@@ -92,6 +92,11 @@
 // it at once. Without futex_waitv it sleeps on one ring's word, in slices
 // of 200 µs when cancellable. A sleeping receive holds its thread in the
 // kernel and no CPU; polling strategies check ctx.Done() between polls.
+// ParkWait parks the receiving goroutine instead: one park hub goroutine
+// per process sleeps in futex_waitv on the words of every parked receive
+// (up to 127 at once, beyond that it polls every 50 µs) and wakes the
+// receives whose words moved, so any number of blocked receives hold one
+// OS thread, for a few microseconds more per wake-up.
 //
 // On LOSSLESS_BACKPRESSURE rings registered readers publish their cursor
 // after each copy and the writer never overwrites a record a live

@@ -34,6 +34,11 @@ type parking struct {
 
 var parkHub hub
 
+// futexWaitvMax is the most words one futex_waitv takes (FUTEX_WAITV_MAX).
+// Parked words beyond ctl and 127 others are polled: the hub then sleeps
+// at most 50 µs.
+const futexWaitvMax = 128
+
 // park adds p to the hub's set (starting the hub if needed).
 func (h *hub) park(p *parking) {
 	h.mu.Lock()
@@ -69,7 +74,7 @@ func (h *hub) poke() {
 // run is the hub: snapshot the parked words, sleep until one changes (or
 // the set does), signal the receives whose words changed.
 func (h *hub) run() {
-	var ws [maxWaitRings*2 + 1]futexWaiter
+	var ws [futexWaitvMax]futexWaiter
 	for {
 		c := h.ctl.Load()
 		ws[0] = privateWaiter(&h.ctl, c)
