@@ -23,14 +23,7 @@ func BenchmarkPushBatch32LossyReader(b *testing.B) {
 	var seq uint64
 	b.ReportAllocs()
 	for b.Loop() {
-		for i := range batch {
-			benchStamp(&batch[i], seq+1+uint64(i))
-		}
-		last, err := p.PushBatch(batch)
-		if err != nil || last != seq+benchBatch {
-			b.Fatalf("PushBatch after %d: %d, %v", seq, last, err)
-		}
-		seq = last
+		seq = benchPushBatch(b, p, batch, seq)
 	}
 	if err := d.finish(seq); err != nil {
 		b.Fatal(err)
@@ -40,6 +33,19 @@ func BenchmarkPushBatch32LossyReader(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(seq), "ns/msg")
 	b.ReportMetric(float64(c.Lapped())/float64(seq), "lapped/msg")
+}
+
+// benchPushBatch stamps batch as the records after seq, pushes it with
+// PushBatch and returns the last sequence.
+func benchPushBatch(b *testing.B, p *Producer[benchMsg], batch []benchMsg, seq uint64) uint64 {
+	for i := range batch {
+		benchStamp(&batch[i], seq+1+uint64(i))
+	}
+	last, err := p.PushBatch(batch)
+	if err != nil || last != seq+uint64(len(batch)) {
+		b.Fatalf("PushBatch after %d: %d, %v", seq, last, err)
+	}
+	return last
 }
 
 // BenchmarkMpmcPush: MultiWriter.Push by 1, 2 and 4 producers (goroutines,

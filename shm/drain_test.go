@@ -103,14 +103,7 @@ func BenchmarkPushBatch32ToProcess(b *testing.B) {
 		if i%benchBatch != 0 {
 			continue
 		}
-		for k := range batch {
-			benchStamp(&batch[k], seq+1+uint64(k))
-		}
-		last, err := p.PushBatch(batch)
-		if err != nil || last != seq+benchBatch {
-			b.Fatalf("PushBatch after %d: %d, %v", seq, last, err)
-		}
-		seq = last
+		seq = benchPushBatch(b, p, batch, seq)
 	}
 	if err := stop(); err != nil {
 		b.Fatal(err)

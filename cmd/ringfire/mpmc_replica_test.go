@@ -29,16 +29,16 @@ func TestServeMirrorMPMC(t *testing.T) {
 		t.Fatalf("mirror: %v, serve: %v", *merr, *serr)
 	}
 	wantContains(t, "mirror output", mout.String(), "next 20001", "gaps 0")
-	a, err := shm.Open(src, shm.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
+	var rings [2]*shm.Ring
+	for i, path := range []string{src, dst} {
+		r, err := shm.Open(path, shm.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		rings[i] = r
 	}
-	defer a.Close()
-	b, err := shm.Open(dst, shm.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	a, b := rings[0], rings[1]
 	pa, pb := make([]byte, 56), make([]byte, 56)
 	for seq := uint64(1); seq <= n; seq++ {
 		sa, _ := a.ReadSlot(seq, pa)
