@@ -5,12 +5,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/shm"
 )
@@ -97,15 +101,17 @@ func TestGenProducersUntilCancelled(t *testing.T) {
 	defer cancel()
 	go func() {
 		for ctx.Err() == nil {
+			// Both producers run once they hold their shared flocks (the
+			// parent holds a third) and records flow.
 			if r, err := shm.Open(path, shm.OpenOptions{}); err == nil {
 				n := r.ClaimSeq()
 				r.Close()
-				if n > 200 { // both producers run
+				if n > 200 && flocks(t, path) == 3 {
 					cancel()
 					return
 				}
 			}
-			time.Sleep(time.Millisecond)
+			time.Sleep(time.Millisecond) // poll interval
 		}
 	}()
 	var stdout, stderr bytes.Buffer
@@ -116,4 +122,27 @@ func TestGenProducersUntilCancelled(t *testing.T) {
 	out := stdout.String()
 	wantMatch(t, "gen output", out, `(?m)^producer 0: wrote [1-9][0-9]* records`, `(?m)^producer 1: wrote [1-9][0-9]* records`,
 		`(?m)^2 producers: [1-9][0-9]* tickets`)
+}
+
+// flocks counts the flock(2) locks held on the file at path (/proc/locks).
+func flocks(t *testing.T, path string) int {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0
+	}
+	b, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		t.Error(err)
+		return 0
+	}
+	suffix := ":" + strconv.FormatUint(st.Ino, 10)
+	n := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		// "1: FLOCK ADVISORY READ pid maj:min:inode start end"
+		if len(f) >= 6 && f[1] == "FLOCK" && strings.HasSuffix(f[5], suffix) {
+			n++
+		}
+	}
+	return n
 }
