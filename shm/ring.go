@@ -198,10 +198,12 @@ func (r *Ring) slotOff(seq uint64) uint64 {
 	return r.layout.SlotsOffset + (seq&(r.layout.Capacity-1))*uint64(r.layout.ElementSize)
 }
 
-// slotSeq is a slot's sequence word: 0 empty, SlotWriting while the producer
-// copies a payload in, N once it holds message N. Written by the producer
-// only: Swap(SlotWriting) before the copy, Store(N) after it. Readers Load
-// it before and after copying the payload.
+// slotSeq is a slot's sequence word: 0 empty, SlotWriting while a producer
+// copies a payload in, N once it holds message N. The single producer
+// writes it with markWriting before the copy and storeRelease(N) after it
+// (storerel_amd64.go); a multi-producer producer takes it with a
+// CompareAndSwap(previous lap → SlotWriting) and Stores N after the copy.
+// Readers Load it before and after copying the payload.
 func (r *Ring) slotSeq(seq uint64) *atomic.Uint64 { return r.m.u64(r.slotOff(seq)) }
 
 func statOrNil(f *os.File) os.FileInfo {
