@@ -236,10 +236,7 @@ func (c *BlobConsumer[M]) publishCursor() {
 
 // Recv waits for the next blob (at most timeout, 0: forever).
 func (c *BlobConsumer[M]) Recv(meta *M, buf []byte, timeout time.Duration) (int, error) {
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
+	deadline := deadlineAfter(timeout)
 	return waitFor(c.rd, nil, deadline, func() (int, bool, error) { return c.TryRecv(meta, buf) })
 }
 

@@ -2,8 +2,11 @@
 // ringfire protocol v2, so C, Python and Rust readers attach to the rings it
 // writes and it reads theirs.
 //
-// One process writes a ring file (usually in /dev/shm); any number of
-// processes read it without system calls on the hot path. Records are
+// One process writes a ring file (usually in /dev/shm), or several do on a
+// multi-producer ring (MpmcProducer); any number of processes read it
+// without system calls on the hot path, each seeing every record
+// (Consumer) or competing for them (MpmcQueueConsumer); a RingMultiplexer
+// receives from several consumers at once. Records are
 // fixed-size (Producer[T], Consumer[T]) or a fixed metadata record plus a
 // variable-length blob in a byte arena (BlobProducer[M], BlobConsumer[M]).
 // Writer, Reader and Ring are the byte-oriented layer underneath, used by
@@ -46,6 +49,55 @@
 // in Lapped. On SPARSE rings (mirrors) a slot that still holds an older
 // sequence once write_seq has passed it is a hole the reader skips.
 //
+// # Multi-producer rings (MODE_MPMC)
+//
+// Created with claim_seq = read_seq = 1 (as the reference does), flags
+// MPMC | LATEST_WINS, no registry, slots at 128. A producer takes ticket t
+// with a fetch-and-add on claim_seq, waits until t's slot holds the
+// previous lap (t − capacity, 0 on the first lap) and swaps it to MAX with
+// a CompareAndSwap, so producers one lap apart never interleave payloads;
+// then it copies the payload, stores t, raises write_seq to t with an
+// atomic max and wakes sleepers whenever waiting_consumers > 0 (even when
+// write_seq did not move). Tickets complete out of order, so write_seq is
+// the highest completed ticket, not a prefix: a dead producer's ticket
+// never holds it back, and a reader wanting c ≤ write_seq whose slot still
+// holds an older sequence (or MAX) knows c is in flight. Queue consumers
+// take tickets with a CompareAndSwap of read_seq (read_seq < claim_seq),
+// jumping past tickets a lap behind claim_seq in one CAS whose winner
+// counts them dropped; each ticket thus goes to exactly one consumer, at
+// most once. Broadcast consumers read MPMC rings as any other, in ticket
+// order.
+//
+// Where the reference can hang or tear, this package bounds the wait
+// instead (InFlightTimeout, 10 ms): a record in flight for longer (its
+// producer died mid-write, or is descheduled) is skipped and counted in
+// Dropped by whichever consumer waited on it; a slot whose previous lap
+// was claimed but never written is taken over by the next lap's producer
+// (CAS from whatever older value it holds); a slot left MAX is never
+// taken over (its writer may be alive: two writers would tear), so that
+// lap's producer drops its own record (ErrDropped) instead. The
+// reference's queue consumer waits forever on a claimed ticket that is
+// never written unless producers lap it; its broadcast consumer treats a
+// MAX slot below write_seq as overwritten. An overwritten ticket is
+// detected by the slot (a later sequence, or a torn copy) or by claim_seq
+// passing ticket + capacity, and is never returned.
+//
+// # Waiting
+//
+// Blocking receives (Recv, RecvContext, All) poll with the consumer's
+// WaitStrategy. FutexWait announces the sleeper in waiting_consumers,
+// re-checks, then sleeps with futex_waitv (Linux ≥ 5.16) on the futex word
+// of every ring it waits for (a RingMultiplexer: all its sources) and on a
+// private word that the receive context's end bumps: cancellation wakes
+// it at once. Without futex_waitv it sleeps on one ring's word, in slices
+// of 200 µs when cancellable. A sleeping receive holds its thread in the
+// kernel and no CPU; polling strategies check ctx.Done() between polls.
+// ParkWait parks the receiving goroutine instead: one park hub goroutine
+// per process sleeps in futex_waitv on the words of every parked receive
+// (up to 127 at once, beyond that it polls every 50 µs) and wakes the
+// receives whose words moved, so any number of blocked receives hold one
+// OS thread, for a few microseconds more per wake-up.
+//
 // On LOSSLESS_BACKPRESSURE rings registered readers publish their cursor
 // after each copy and the writer never overwrites a record a live
 // registered reader still wants (liveness: kill(pid, 0)).
@@ -55,11 +107,19 @@
 // Every shared word is 4- or 8-byte aligned and accessed with sync/atomic
 // through pointers into the mapping (mapping_unsafe.go). Readers copy
 // payloads with 64-bit atomic loads (ordered on weak CPUs, silent under the
-// race detector); the writer copies with memmove between two atomic
-// operations. The Go garbage collector never sees the mapping; every object
+// race detector); the writer copies with memmove between its two
+// slot-sequence stores, which on amd64 are plain ordered stores in
+// assembly (markWriting, storeRelease: total store order keeps marker,
+// payload and sequence in order, and the store buffer absorbs the cache
+// misses of a batch) and elsewhere a swap and an atomic store. write_seq,
+// followed by the load of waiting_consumers, keeps its atomic store. The Go garbage collector never sees the mapping; every object
 // fails with ErrClosed after Close instead of touching unmapped memory.
 //
-// Choices where compat.md is silent: unknown flag bits are refused; the
+// Choices where compat.md is silent: unknown flag bits are refused; a
+// multi-producer ring cannot be lossless, sparse or a blob ring; every
+// multi-producer holds a shared flock (the creator downgrades its
+// exclusive one), and joins a ring whose creator holds an exclusive one
+// (the reference's) without a lock; the
 // reader's default start mode is StartLatest; holes of sparse rings and
 // overwritten blobs count in Lapped; offset checkpoints commit the last
 // returned sequence.

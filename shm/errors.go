@@ -43,6 +43,9 @@ var (
 	// ErrStalledWriter is returned by a blackboard read that found a slot
 	// held mid-write for longer than StallTimeout.
 	ErrStalledWriter = errors.New("shm: writer stalled mid-write")
+	// ErrDropped is returned by a multi-producer push whose record could
+	// not be written without tearing another (MultiWriter.Push).
+	ErrDropped = errors.New("shm: record dropped")
 	// ErrTimeout is returned by blocking receives whose deadline passed.
 	ErrTimeout = errors.New("shm: timed out")
 	// ErrNotRegular is returned for a path that holds something other than

@@ -129,6 +129,9 @@ func NewLayout(c RingConfig) (Layout, error) {
 	if c.Flags&^knownFlags != 0 {
 		return Layout{}, fieldErr(ErrInvalid, "flags", uint64(c.Flags), "unknown bits")
 	}
+	if c.Flags&FlagMPMC != 0 && (c.Flags&(FlagLossless|FlagSPMC|FlagSparse) != 0 || c.ArenaSize != 0) {
+		return Layout{}, fieldErr(ErrInvalid, "flags", uint64(c.Flags), "a multi-producer ring is lossy, fixed-size and not sparse")
+	}
 	l := Layout{Capacity: c.Capacity, SchemaSig: c.SchemaSig, Flags: c.Flags &^ (FlagArena | FlagRegistry)}
 	if l.Flags&(FlagSPMC|FlagMPMC) == 0 {
 		l.Flags |= FlagSPMC
@@ -300,4 +303,10 @@ func (l Layout) encode(b []byte) {
 	}
 	le.PutUint32(b[offRegistryCount:], l.RegistryCount)
 	le.PutUint64(b[offSlotsOffset:], l.SlotsOffset)
+	if l.Flags&FlagMPMC != 0 {
+		// claim_seq and read_seq hold the next ticket to claim and to
+		// consume; the first record is 1, as the reference initialises them.
+		le.PutUint64(b[offClaimSeq:], 1)
+		le.PutUint64(b[offReadSeq:], 1)
+	}
 }

@@ -20,8 +20,9 @@ var childRoles = []struct {
 	env string
 	run func(v string) error
 }{
-	{mpEnvRole, mpChildMain}, // multiproc_test.go, futexro_test.go
-	{ppEnv, ppEchoMain},      // ppchild_test.go
+	{mpEnvRole, mpChildMain},     // multiproc_test.go, futexro_test.go
+	{ppEnv, ppEchoMain},          // ppchild_test.go
+	{mpmcEnvRole, mpmcChildMain}, // mpmcchild_test.go
 }
 
 func TestMain(m *testing.M) {

@@ -53,6 +53,12 @@ func (m *mapping) u64(off uint64) *atomic.Uint64 {
 	return (*atomic.Uint64)(unsafe.Pointer(&m.data[off]))
 }
 
+// word is the 8-byte aligned shared word at off as a plain pointer, for
+// markWriting and storeRelease.
+func (m *mapping) word(off uint64) *uint64 {
+	return (*uint64)(unsafe.Pointer(&m.data[off]))
+}
+
 // u32 returns the 4-byte aligned shared word at off.
 func (m *mapping) u32(off uint64) *atomic.Uint32 {
 	return (*atomic.Uint32)(unsafe.Pointer(&m.data[off]))
@@ -96,6 +102,14 @@ func (m *mapping) storeBytes(off uint64, src []byte) {
 // bytesOf views a pointer-free value as its bytes without copying.
 func bytesOf[T any](v *T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
+}
+
+// sliceBytes views a slice of pointer-free values as its bytes.
+func sliceBytes[T any](vs []T) []byte {
+	if len(vs) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&vs[0])), uintptr(len(vs))*unsafe.Sizeof(vs[0]))
 }
 
 // sizeOf returns the size of T in bytes.

@@ -16,6 +16,7 @@ package shm
 // out and its echo back, fully compared.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -91,6 +92,7 @@ type ppRing struct {
 	child   *ipcbench.Child
 	seq     uint64
 	out, in benchMsg
+	recv    func() error // receive the echo into in
 }
 
 // ppStartRing creates ring A, starts the echo child with the given wait
@@ -108,6 +110,12 @@ func ppStartRing(tb testing.TB, wait string) *ppRing {
 		r.out.Pay[i] = byte(0xA5 ^ i)
 	}
 	r.child = ppSpawn(tb, ppConfig{Kind: "ring", Wait: wait, A: a, B: b}, nil)
+	r.recv = func() error { return r.c.Recv(&r.in, ppRecvTimeout) }
+	if wait == "futex-ctx" { // one context for the run, bounding every receive
+		ctx, cancel := context.WithTimeout(context.Background(), ppLimit())
+		tb.Cleanup(cancel)
+		r.recv = func() error { return r.c.RecvContext(ctx, &r.in) }
+	}
 
 	// Wait (bounded) until B exists and is a complete ring: before the
 	// child has stored its magic, NewConsumer fails (not found, truncated,
@@ -140,7 +148,7 @@ func (r *ppRing) roundTrip() error {
 	if _, err := r.p.Push(&r.out); err != nil {
 		return fmt.Errorf("push %d: %w", r.seq, err)
 	}
-	if err := r.c.Recv(&r.in, ppRecvTimeout); err != nil {
+	if err := r.recv(); err != nil {
 		rd := r.c.Reader()
 		return fmt.Errorf("echo of %d: %w (ring B: write_seq %d; parent reader: received %d, lapped %d, next %d); child output:\n%s",
 			r.seq, err, rd.Ring().WriteSeq(), rd.Received(), rd.Lapped(), rd.Next(), r.child.Output())
@@ -214,6 +222,15 @@ func BenchmarkPingPongSpin(b *testing.B) { benchRingPingPong(b, "spin") }
 // BenchmarkPingPongFutex: the same with FutexWait(32) on both sides.
 func BenchmarkPingPongFutex(b *testing.B) { benchRingPingPong(b, "futex") }
 
+// BenchmarkPingPongFutexCtx: BenchmarkPingPongFutex with RecvContext on
+// both sides (a cancellable context, one per side for the run: futex sleeps
+// also wait on the cancel word with futex_waitv).
+func BenchmarkPingPongFutexCtx(b *testing.B) { benchRingPingPong(b, "futex-ctx") }
+
+// BenchmarkPingPongPark: the same with ParkWait(32) on both sides: the
+// receiving goroutines park and the park hub's thread sleeps on the futex.
+func BenchmarkPingPongPark(b *testing.B) { benchRingPingPong(b, "park") }
+
 // BenchmarkPingPongSchedYield: the same with SpinSchedYield(32) on both
 // sides, unpinned: each yields its CPU to the other between polls.
 func BenchmarkPingPongSchedYield(b *testing.B) { benchRingPingPong(b, "sched-yield") }
@@ -278,7 +295,7 @@ func BenchmarkPingPongTCP(b *testing.B) { benchTransportPingPong(b, ipcbench.TCP
 // and that a round trip allocates nothing.
 func TestPingPongRoundTrips(t *testing.T) {
 	const rounds = 300
-	for _, wait := range []string{"spin", "futex", "sched-yield"} {
+	for _, wait := range []string{"spin", "futex", "futex-ctx", "park", "sched-yield"} {
 		t.Run("ring-"+wait, func(t *testing.T) {
 			r := ppStartRing(t, wait)
 			if ppPinned(wait) {

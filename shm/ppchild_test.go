@@ -5,6 +5,7 @@ package shm
 // both sides of a busy-spinning ring ping-pong use.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,10 +22,12 @@ func ppWait(name string) (WaitStrategy, error) {
 	switch name {
 	case "spin":
 		return BusySpin(), nil
-	case "futex":
+	case "futex", "futex-ctx": // futex-ctx: receives with RecvContext
 		return FutexWait(32), nil
 	case "sched-yield":
 		return SpinSchedYield(32), nil
+	case "park":
+		return ParkWait(32), nil
 	}
 	return WaitStrategy{}, fmt.Errorf("unknown wait mode %q", name)
 }
@@ -42,8 +45,11 @@ func ppEchoMain(v string) error {
 	}
 	ipcbench.Watchdog(cfg.Parent, cfg.Limit)
 	deadline := time.Now().Add(cfg.Limit)
-	if cfg.Kind == "ring" {
+	switch cfg.Kind {
+	case "ring":
 		return ppEchoRing(cfg, deadline)
+	case "drain": // drain_test.go
+		return ppDrainRing(cfg, deadline)
 	}
 	_, err := ipcbench.ServeChild(ipcbench.Transport(cfg.Kind), cfg.Addr, deadline)
 	return err
@@ -110,8 +116,19 @@ func ppEchoRing(cfg ppConfig, deadline time.Time) error {
 	defer p.Close()
 	var m benchMsg
 	reported := uint64(0)
+	recv := func() error { return c.Recv(&m, time.Second) }
+	if cfg.Wait == "futex-ctx" {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		defer cancel()
+		recv = func() error {
+			if err := c.RecvContext(ctx, &m); err != nil {
+				return fmt.Errorf("echo: no stop record before the deadline (%d echoed): %w", c.Reader().Received(), err)
+			}
+			return nil
+		}
+	}
 	for {
-		err := c.Recv(&m, time.Second)
+		err := recv()
 		if errors.Is(err, ErrTimeout) {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("echo: no stop record before the deadline (%d echoed)", c.Reader().Received())

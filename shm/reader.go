@@ -48,10 +48,16 @@ type Reader struct {
 	last   uint64 // sequence of the last record returned
 	lapped uint64
 	recv   uint64
-	reg    int // registry entry, -1 when unregistered
-	sparse bool
-	wait   WaitStrategy
-	ckpt   *checkpoint
+	// Multi-producer rings: records skipped because their producer did not
+	// finish them within InFlightTimeout of this reader first seeing them
+	// in flight (inFlight, since).
+	dropped  uint64
+	inFlight uint64
+	since    time.Time
+	reg      int // registry entry, -1 when unregistered
+	sparse   bool
+	w        *waiter
+	ckpt     *checkpoint
 }
 
 // OpenReader attaches a reader to the ring at path. The ring is mapped
@@ -60,7 +66,7 @@ type Reader struct {
 // waiting_consumers). A lossy ring whose file the caller may not write is
 // read unregistered, and a futex wait then degrades to short sleeps.
 func OpenReader(path string, opts ReadOptions) (*Reader, error) {
-	futex := opts.Wait != nil && opts.Wait.kind == waitFutex
+	futex := opts.Wait != nil && opts.Wait.sleeps()
 	r, err := Open(path, OpenOptions{Notify: futex})
 	if err != nil {
 		return nil, err
@@ -87,9 +93,9 @@ func OpenReader(path string, opts ReadOptions) (*Reader, error) {
 }
 
 func newReader(r *Ring, opts ReadOptions) (*Reader, error) {
-	rd := &Reader{r: r, reg: -1, sparse: r.layout.Flags&FlagSparse != 0, wait: SpinYield(128)}
+	rd := &Reader{r: r, reg: -1, sparse: r.layout.Flags&FlagSparse != 0, w: &waiter{ws: SpinYield(128)}}
 	if opts.Wait != nil {
-		rd.wait = *opts.Wait
+		rd.w.ws = *opts.Wait
 	}
 	w := r.writeSeq.Load()
 	switch opts.Start {
@@ -141,6 +147,11 @@ func (rd *Reader) Seq() uint64 { return rd.last }
 // them, holes of a sparse ring, or skipped on attach.
 func (rd *Reader) Lapped() uint64 { return rd.lapped }
 
+// Dropped counts records of a multi-producer ring this reader skipped
+// because their producer had claimed them but did not finish writing them
+// within InFlightTimeout (it died mid-write, or was descheduled that long).
+func (rd *Reader) Dropped() uint64 { return rd.dropped }
+
 // Received counts records returned.
 func (rd *Reader) Received() uint64 { return rd.recv }
 
@@ -169,6 +180,7 @@ func (rd *Reader) poll(dst []byte) (uint64, bool) {
 	if n := r.layout.PayloadSize(); len(dst) > n {
 		dst = dst[:n]
 	}
+	rd.w.inFlight = false
 	for range 4 { // a lap or a hole moves the cursor; retry a few times
 		c := rd.next
 		s, ok := r.readSlot(c, dst)
@@ -188,9 +200,28 @@ func (rd *Reader) poll(dst []byte) (uint64, bool) {
 				return 0, false
 			}
 			rd.skipHoles(c)
+		case slotInFlight:
+			if !rd.expired(c) {
+				rd.w.inFlight = true
+				return 0, false
+			}
+			rd.dropped++
+			rd.next = c + 1
 		}
 	}
 	return 0, false
+}
+
+// expired reports whether record c of a multi-producer ring has been in
+// flight for longer than InFlightTimeout since this reader first saw it so.
+// The clock is read only on this slow path.
+func (rd *Reader) expired(c uint64) bool {
+	now := time.Now()
+	if rd.inFlight != c || rd.since.IsZero() {
+		rd.inFlight, rd.since = c, now
+		return false
+	}
+	return now.Sub(rd.since) > InFlightTimeout
 }
 
 // lap moves a reader whose record c was overwritten (the slot showed s) to
@@ -223,18 +254,14 @@ func (rd *Reader) skipHoles(c uint64) {
 // Recv waits (with the reader's strategy) for the next record, at most
 // timeout (0: forever). It returns ErrTimeout or ErrClosed.
 func (rd *Reader) Recv(dst []byte, timeout time.Duration) (uint64, error) {
-	var deadline time.Time
-	if timeout > 0 {
-		deadline = time.Now().Add(timeout)
-	}
-	return rd.recvUntil(nil, deadline, dst)
+	return rd.recvUntil(nil, deadlineAfter(timeout), dst)
 }
 
 // RecvContext waits for the next record until ctx is done, returning ctx's
-// error then. A futex sleep notices cancellation within DefaultMaxSleep.
+// error then, promptly: a futex sleep is woken by the context's end (see
+// waiter), a polling strategy checks it between polls.
 func (rd *Reader) RecvContext(ctx context.Context, dst []byte) (uint64, error) {
-	deadline, _ := ctx.Deadline()
-	return rd.recvUntil(ctx, deadline, dst)
+	return rd.recvUntil(ctx, ctxDeadline(ctx), dst)
 }
 
 func (rd *Reader) recvUntil(ctx context.Context, deadline time.Time, dst []byte) (uint64, error) {
@@ -247,26 +274,25 @@ func (rd *Reader) recvUntil(ctx context.Context, deadline time.Time, dst []byte)
 // waitFor polls try with the reader's wait strategy until it yields a
 // record or an error, the deadline passes (ErrTimeout) or ctx is done.
 func waitFor[R any](rd *Reader, ctx context.Context, deadline time.Time, try func() (R, bool, error)) (R, error) {
-	for i := 0; ; i++ {
-		if rd.r.closed {
-			var zero R
-			return zero, ErrClosed
-		}
-		if v, ok, err := try(); ok || err != nil {
-			return v, err
-		}
-		if i&63 == 63 {
-			if ctx != nil && ctx.Err() != nil {
-				var zero R
-				return zero, ctx.Err()
-			}
-			if !deadline.IsZero() && time.Now().After(deadline) {
-				var zero R
-				return zero, ErrTimeout
-			}
-		}
-		rd.wait.pause(rd.r, rd.next, i, deadline)
+	rings := [1]*Ring{rd.r}
+	return recvLoop(rd.w, ctx, deadline, rings[:], rd.isClosed, try, rd.ready)
+}
+
+func (rd *Reader) isClosed() bool { return rd.r.closed }
+
+// ready reports whether a poll may find something new: write_seq reached
+// the wanted record and, on a multi-producer ring, its slot is no longer
+// in flight.
+func (rd *Reader) ready() bool {
+	r, c := rd.r, rd.next
+	if r.writeSeq.Load() < c {
+		return false
 	}
+	if !r.multi {
+		return true
+	}
+	s := r.slotSeq(c).Load()
+	return s == c || s != SlotWriting && s > c
 }
 
 // CommitOffset records the last returned sequence in the offset file.
@@ -298,5 +324,6 @@ func (rd *Reader) Close() error {
 		rd.reg = -1
 	}
 	rd.closeCheckpoint()
+	rd.w.release()
 	return rd.r.Close()
 }

@@ -36,6 +36,19 @@ type Ring struct {
 	// by the producer with an atomic Swap before it overwrites arena bytes;
 	// readers Load it after copying a blob to detect an overwrite.
 	reserved *atomic.Uint64
+	// claimSeq (@40), multi-producer rings only: the next ticket. Each
+	// producer takes one with an atomic Add (fetch-and-add); it publishes
+	// nothing by itself (a claimed ticket may still be unwritten). Queue
+	// consumers Load it to learn which tickets exist.
+	claimSeq *atomic.Uint64
+	// readSeq (@64), multi-producer rings only: the next ticket a queue
+	// consumer will take. Queue consumers move it with CompareAndSwap (one
+	// ticket, or a jump past tickets overwritten a lap ago); the winner of
+	// the CAS owns the ticket(s).
+	readSeq *atomic.Uint64
+	// multi is set for FlagMPMC rings: write_seq is then the highest
+	// completed ticket (an atomic max), not a contiguous prefix.
+	multi bool
 	// hdr is a writable mapping holding the header's futex words: m itself
 	// when m is writable, a separate one-page mapping when the ring was
 	// opened read-only with Notify, nil when waits cannot sleep on the futex.
@@ -110,6 +123,9 @@ func newRing(path string, f *os.File, m *mapping) (*Ring, error) {
 	}
 	r := &Ring{path: path, f: f, m: m, layout: h.Layout}
 	r.writeSeq = m.u64(offWriteSeq)
+	r.claimSeq = m.u64(offClaimSeq)
+	r.readSeq = m.u64(offReadSeq)
+	r.multi = h.Flags&FlagMPMC != 0
 	r.futex = m.u32(offFutex)
 	r.waiting = m.u32(offWaiting)
 	if m.writable {
@@ -182,10 +198,12 @@ func (r *Ring) slotOff(seq uint64) uint64 {
 	return r.layout.SlotsOffset + (seq&(r.layout.Capacity-1))*uint64(r.layout.ElementSize)
 }
 
-// slotSeq is a slot's sequence word: 0 empty, SlotWriting while the producer
-// copies a payload in, N once it holds message N. Written by the producer
-// only: Swap(SlotWriting) before the copy, Store(N) after it. Readers Load
-// it before and after copying the payload.
+// slotSeq is a slot's sequence word: 0 empty, SlotWriting while a producer
+// copies a payload in, N once it holds message N. The single producer
+// writes it with markWriting before the copy and storeRelease(N) after it
+// (storerel_amd64.go); a multi-producer producer takes it with a
+// CompareAndSwap(previous lap → SlotWriting) and Stores N after the copy.
+// Readers Load it before and after copying the payload.
 func (r *Ring) slotSeq(seq uint64) *atomic.Uint64 { return r.m.u64(r.slotOff(seq)) }
 
 func statOrNil(f *os.File) os.FileInfo {

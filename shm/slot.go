@@ -1,6 +1,10 @@
 package shm
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
 
 // SlotState is what ReadSlot found in the slot of the wanted sequence.
 type SlotState int
@@ -15,6 +19,10 @@ const (
 	// SlotHole: write_seq has passed the record but its slot holds an older
 	// sequence: a hole in a sparse ring that will never be filled.
 	SlotHole
+
+	// slotInFlight (never returned by ReadSlot): on a multi-producer ring
+	// write_seq has passed the record but its producer has not finished it.
+	slotInFlight
 )
 
 func (s SlotState) String() string {
@@ -64,6 +72,13 @@ func (r *Ring) classify(seq, s uint64) (SlotState, uint64) {
 		return SlotOverwritten, s
 	case w < seq:
 		return SlotNotYet, s
+	case r.multi:
+		// write_seq is the highest completed ticket: seq may still be in
+		// flight, unless producers claimed its slot's next lap already.
+		if r.claimSeq.Load() > seq+r.layout.Capacity {
+			return SlotOverwritten, s
+		}
+		return slotInFlight, s
 	case s == SlotWriting: // record seq was complete when w was loaded
 		return SlotOverwritten, s
 	}
@@ -84,16 +99,41 @@ func (r *Ring) ReadSlot(seq uint64, dst []byte) (SlotState, error) {
 	if len(dst) > r.layout.PayloadSize() {
 		dst = dst[:r.layout.PayloadSize()]
 	}
-	for range 4 {
+	var since time.Time
+	for i := 0; ; i++ {
 		s, ok := r.readSlot(seq, dst)
 		if ok {
 			return SlotReady, nil
 		}
-		if st, _ := r.classify(seq, s); st != SlotReady {
+		st, _ := r.classify(seq, s)
+		switch {
+		case st == slotInFlight:
+			// Stateless callers (serve) wait for an in-flight record here,
+			// at most InFlightTimeout; then it is a hole that stays one.
+			if stalled(&since, i) {
+				return SlotHole, nil
+			}
+		case st != SlotReady:
 			return st, nil
+		case i >= 4:
+			return SlotNotYet, nil
 		}
 	}
-	return SlotNotYet, nil
+}
+
+// stalled is the bounded wait on an in-flight record, round i: it spins,
+// then yields, and reports true once InFlightTimeout has passed since the
+// first call that looked at the clock (*since).
+func stalled(since *time.Time, i int) bool {
+	if i < 64 {
+		return false
+	}
+	now := time.Now()
+	if since.IsZero() {
+		*since = now
+	}
+	runtime.Gosched()
+	return now.Sub(*since) > InFlightTimeout
 }
 
 // SlotSeq returns the sequence word of the slot where seq lives (0 empty,

@@ -54,6 +54,12 @@ func (p *Producer[T]) PushContext(ctx context.Context, v *T) (uint64, error) {
 // TryPush is Push that fails with ErrBackpressure instead of waiting.
 func (p *Producer[T]) TryPush(v *T) (uint64, error) { return p.w.TryPush(bytesOf(v)) }
 
+// PushBatch publishes vs as consecutive records with one write_seq store
+// and returns the last sequence (Writer.PushBatch).
+func (p *Producer[T]) PushBatch(vs []T) (uint64, error) {
+	return p.w.PushBatch(sliceBytes(vs), int(sizeOf[T]()))
+}
+
 // Writer is the underlying byte-oriented writer.
 func (p *Producer[T]) Writer() *Writer { return p.w }
 
@@ -68,17 +74,11 @@ type Consumer[T any] struct {
 // NewConsumer attaches to the ring at path. The ring's payload size must be
 // able to hold a T.
 func NewConsumer[T any](path string, opts ReadOptions) (*Consumer[T], error) {
-	if err := checkType[T](); err != nil {
-		return nil, fmt.Errorf("open reader %s: %w", path, err)
-	}
-	rd, err := OpenReader(path, opts)
+	rd, err := openFor[T](path, "open reader", func(path string) (*Reader, error) {
+		return OpenReader(path, opts)
+	})
 	if err != nil {
 		return nil, err
-	}
-	size := sizeOf[T]()
-	if l := rd.r.layout; uint64(l.ElementSize) != roundUp(8+uint64(size), 8) || l.Flags&FlagArena != 0 {
-		rd.Close()
-		return nil, fmt.Errorf("open reader %s: %w: %d-byte records do not match element_size %d", path, ErrType, size, l.ElementSize)
 	}
 	return &Consumer[T]{rd: rd}, nil
 }
@@ -126,6 +126,10 @@ func (c *Consumer[T]) Seq() uint64 { return c.rd.Seq() }
 
 // Lapped counts records this consumer never saw.
 func (c *Consumer[T]) Lapped() uint64 { return c.rd.Lapped() }
+
+// Dropped counts records of a multi-producer ring this consumer skipped
+// because their producer never finished them (Reader.Dropped).
+func (c *Consumer[T]) Dropped() uint64 { return c.rd.Dropped() }
 
 // CommitOffset writes the checkpoint file (ReadOptions.OffsetFile).
 func (c *Consumer[T]) CommitOffset() error { return c.rd.CommitOffset() }

@@ -20,7 +20,12 @@ const (
 	waitYield
 	waitFutex
 	waitOSYield
+	waitPark
 )
+
+// sleeps reports whether the strategy sleeps on the futex word (and so
+// needs a writable header to announce itself).
+func (s WaitStrategy) sleeps() bool { return s.kind == waitFutex || s.kind == waitPark }
 
 // DefaultMaxSleep bounds one futex sleep, so a lost wake-up costs at most
 // this much latency.
@@ -55,6 +60,24 @@ func FutexWait(spins int) WaitStrategy {
 // little later at a yield's, and an idle reader costs nothing.
 func Adaptive(spins, yields int) WaitStrategy {
 	return WaitStrategy{kind: waitFutex, spins: spins, yields: yields, maxSleep: DefaultMaxSleep}
+}
+
+// WithMaxSleep returns the strategy with each futex sleep bounded by d
+// instead of DefaultMaxSleep (a lost wake-up then costs up to d).
+func (s WaitStrategy) WithMaxSleep(d time.Duration) WaitStrategy {
+	s.maxSleep = d
+	return s
+}
+
+// ParkWait polls spins times, then parks the receiving goroutine: one
+// goroutine of the process (the park hub) sleeps in futex_waitv on the
+// futex words of every parked receive and wakes those whose rings were
+// published to. Any number of blocked receives then hold a single OS
+// thread between them, at the price of a hand-off (a few microseconds) per
+// wake-up; context cancellation and deadlines are plain Go selects. Each
+// park is bounded by DefaultMaxSleep. Without futex_waitv it is FutexWait.
+func ParkWait(spins int) WaitStrategy {
+	return WaitStrategy{kind: waitPark, spins: spins, maxSleep: DefaultMaxSleep}
 }
 
 // pause waits once, round i of a wait for sequence want on ring r, never

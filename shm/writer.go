@@ -59,8 +59,18 @@ func CreateLayout(path string, l Layout, opts CreateOptions) (*Writer, error) {
 		return nil, fmt.Errorf("create ring %s: %w", path, err)
 	}
 	if l.Flags&FlagMPMC != 0 {
-		return nil, fmt.Errorf("create ring %s: %w: multi-producer rings are not supported", path, ErrInvalid)
+		return nil, fmt.Errorf("create ring %s: %w: a multi-producer ring has no single writer (use CreateMPMC)", path, ErrInvalid)
 	}
+	r, err := createRingFile(path, l, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newWriter(r), nil
+}
+
+// createRingFile makes the ring file of layout l, locked exclusively, with its
+// header published (magic last).
+func createRingFile(path string, l Layout, opts CreateOptions) (*Ring, error) {
 	inspect := func(f *os.File) error {
 		if opts.Replace {
 			return nil
@@ -93,7 +103,7 @@ func CreateLayout(path string, l Layout, opts CreateOptions) (*Writer, error) {
 		os.Remove(path)
 		return nil, fmt.Errorf("create ring %s: %w", path, err)
 	}
-	return newWriter(r), nil
+	return r, nil
 }
 
 // OpenWriter takes over an existing ring no live producer holds and continues
@@ -112,7 +122,7 @@ func OpenWriter(path string) (*Writer, error) {
 	}
 	if r.layout.Flags&FlagMPMC != 0 {
 		r.Close()
-		return nil, fmt.Errorf("open writer %s: %w: multi-producer rings are not supported", path, ErrInvalid)
+		return nil, fmt.Errorf("open writer %s: %w: a multi-producer ring has no single writer (use OpenMultiWriter)", path, ErrInvalid)
 	}
 	return newWriter(r), nil
 }
@@ -166,18 +176,58 @@ func (w *Writer) push(ctx context.Context, p []byte, wait bool) (uint64, error) 
 		return 0, w.errSize(p)
 	}
 	seq := w.next
-	if w.lossless && seq > w.gate && !w.openGate(seq) {
-		w.stats.Backpressure++
-		if !wait {
-			return 0, ErrBackpressure
-		}
-		if err := w.waitGate(ctx, seq); err != nil {
-			return 0, err
-		}
+	if err := w.admit(ctx, seq, wait); err != nil {
+		return 0, err
 	}
 	w.store(seq, p)
 	w.publish(seq)
 	return seq, nil
+}
+
+// admit returns once record seq may be written: at once on a lossy ring or
+// below the gate, else after the slowest live reader moved on (wait) or
+// with ErrBackpressure (!wait).
+func (w *Writer) admit(ctx context.Context, seq uint64, wait bool) error {
+	if !w.lossless || seq <= w.gate || w.openGate(seq) {
+		return nil
+	}
+	w.stats.Backpressure++
+	if !wait {
+		return ErrBackpressure
+	}
+	return w.waitGate(ctx, seq)
+}
+
+// PushBatch writes the records of p, size bytes each and back to back, and
+// publishes them all with one write_seq store (and at most one wake-up),
+// as the reference's push_batch. It returns the last sequence written. On
+// a lossless ring it waits for readers as Push does, publishing what it
+// stored before it waits (readers cannot move past unpublished records).
+func (w *Writer) PushBatch(p []byte, size int) (uint64, error) {
+	if w.r.closed {
+		return 0, ErrClosed
+	}
+	if size <= 0 || size > w.r.layout.PayloadSize() || len(p)%size != 0 {
+		return 0, fmt.Errorf("%w: batch of %d bytes in %d-byte records, slots hold %d", ErrInvalid, len(p), size, w.r.layout.PayloadSize())
+	}
+	first := w.next
+	for off := 0; off < len(p); off += size {
+		seq := w.next
+		if w.lossless && seq > w.gate && !w.openGate(seq) {
+			w.stats.Backpressure++
+			if seq > first {
+				w.publish(seq - 1)
+			}
+			if err := w.waitGate(nil, seq); err != nil {
+				return seq - 1, err
+			}
+		}
+		w.store(seq, p[off:off+size])
+	}
+	if w.next > first {
+		w.publish(w.next - 1)
+	}
+	return w.next - 1, nil
 }
 
 // Store writes p as record seq without publishing it: seq must be at least
@@ -214,19 +264,19 @@ func (w *Writer) Publish(seq uint64) error {
 	return nil
 }
 
-// store is the seqlock write of one slot: mark it SlotWriting with a Swap
-// (a full barrier: its acquire half keeps the payload stores after it on
-// weakly ordered CPUs), copy the payload, then Store the sequence.
+// store is the seqlock write of one slot: mark it SlotWriting (ordered
+// before the payload stores), copy the payload, then store the sequence
+// (ordered after them); see storerel_amd64.go.
 func (w *Writer) store(seq uint64, p []byte) {
 	r := w.r
 	off := r.slotOff(seq)
-	word := r.m.u64(off)
-	word.Swap(SlotWriting)
+	word := r.m.word(off)
+	markWriting(word)
 	r.m.storeBytes(off+8, p)
 	if n := r.layout.PayloadSize(); len(p) < n {
 		clear(r.m.data[off+8+uint64(len(p)) : off+8+uint64(n)])
 	}
-	word.Store(seq)
+	storeRelease(word, seq)
 	w.next = seq + 1
 	w.stats.Published++
 }

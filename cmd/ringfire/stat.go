@@ -16,11 +16,14 @@ payload size, capacity, flags by name, slots offset, reader registry, blob
 arena, schema signature), its write_seq and oldest retained sequence, and every
 claimed reader registry entry with its pid, name, whether the process is alive,
 its cursor (the next sequence it wants) and its lag (write_seq + 1 - cursor).
-It never writes to the ring.`
+A multi-producer (MODE_MPMC) ring is named so, with its claim_seq (the next
+ticket a producer takes), its read_seq (the next ticket a competing consumer
+takes) and the queue backlog between them. It never writes to the ring.`
 
 // statReport is the JSON form of stat. Field names are stable.
 type statReport struct {
 	Path          string         `json:"path"`
+	Kind          string         `json:"kind"` // "single-producer" or "multi-producer"
 	ElementSize   uint32         `json:"element_size"`
 	PayloadSize   int            `json:"payload_size"`
 	Capacity      uint64         `json:"capacity"`
@@ -32,8 +35,10 @@ type statReport struct {
 	ArenaSize     uint64         `json:"arena_size"`
 	SchemaSig     uint64         `json:"schema_sig"`
 	WriteSeq      uint64         `json:"write_seq"`
-	Oldest        uint64         `json:"oldest"`   // 0 when the ring is empty
-	Retained      uint64         `json:"retained"` // records the ring can still hold
+	ClaimSeq      uint64         `json:"claim_seq"` // multi-producer: the next ticket
+	ReadSeq       uint64         `json:"read_seq"`  // multi-producer: the next ticket for queue consumers
+	Oldest        uint64         `json:"oldest"`    // 0 when the ring is empty
+	Retained      uint64         `json:"retained"`  // records the ring can still hold
 	Readers       []readerReport `json:"readers"`
 }
 
@@ -85,8 +90,12 @@ func newStatReport(r *shm.Ring) (*statReport, error) {
 		Capacity: h.Capacity, Flags: uint32(h.Flags), FlagNames: flagNames(h.Flags),
 		SlotsOffset: h.SlotsOffset, RegistryCount: h.RegistryCount,
 		ArenaOffset: h.ArenaOffset, ArenaSize: h.ArenaSize, SchemaSig: h.SchemaSig,
-		WriteSeq: h.WriteSeq, Retained: min(h.WriteSeq, h.Capacity),
-		Readers: make([]readerReport, 0, len(infos)),
+		WriteSeq: h.WriteSeq, ClaimSeq: h.ClaimSeq, ReadSeq: h.ReadSeq, Kind: "single-producer",
+		Retained: min(h.WriteSeq, h.Capacity),
+		Readers:  make([]readerReport, 0, len(infos)),
+	}
+	if h.Flags&shm.FlagMPMC != 0 {
+		rep.Kind = "multi-producer"
 	}
 	if h.WriteSeq > 0 {
 		rep.Oldest = h.WriteSeq - rep.Retained + 1
@@ -138,7 +147,7 @@ func flagNames(f shm.Flags) []string {
 
 func printStat(w io.Writer, rep *statReport) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "ring\t%s\n", rep.Path)
+	fmt.Fprintf(tw, "ring\t%s (%s)\n", rep.Path, rep.Kind)
 	fmt.Fprintf(tw, "element_size\t%d (payload %d bytes)\n", rep.ElementSize, rep.PayloadSize)
 	fmt.Fprintf(tw, "capacity\t%d\n", rep.Capacity)
 	fmt.Fprintf(tw, "flags\t%#x %s\n", rep.Flags, strings.Join(rep.FlagNames, "|"))
@@ -151,6 +160,10 @@ func printStat(w io.Writer, rep *statReport) error {
 	}
 	fmt.Fprintf(tw, "schema_sig\t%#016x\n", rep.SchemaSig)
 	fmt.Fprintf(tw, "write_seq\t%d\n", rep.WriteSeq)
+	if rep.Kind == "multi-producer" {
+		fmt.Fprintf(tw, "claim_seq\t%d (next ticket; %d claimed)\n", rep.ClaimSeq, rep.ClaimSeq-min(rep.ClaimSeq, 1))
+		fmt.Fprintf(tw, "read_seq\t%d (next ticket for queue consumers; backlog %d)\n", rep.ReadSeq, rep.ClaimSeq-min(rep.ClaimSeq, rep.ReadSeq))
+	}
 	if rep.WriteSeq == 0 {
 		fmt.Fprintf(tw, "oldest\t- (empty)\n")
 	} else {

@@ -21,13 +21,28 @@ and at the end (after --count records, after --timeout without a record, or
 when interrupted) the totals: received, lapped (records the ring overwrote
 before they were read), gaps (sequence jumps between consecutive records, i.e.
 laps observed as jumps), checksum errors and sequence mismatches. It exits
-with an error if any record failed validation.`
+with an error if any record failed validation.
+
+With --queue it is a competing consumer of a multi-producer ring (written by
+'gen --producers N'): it takes records from the ring's shared read_seq, so
+each record goes to exactly one of the ring's queue consumers; gaps are then
+records others took, and the totals count dropped records (overwritten, or
+never finished by their producer) instead of lapped ones.`
 
 // maxReported bounds the validation errors printed one by one.
 const maxReported = 10
 
+// source is what tail reads from: a broadcast reader or a queue consumer.
+type source interface {
+	Recv(dst []byte, timeout time.Duration) (uint64, error)
+	Ring() *shm.Ring
+	Close() error
+}
+
 type tailer struct {
-	rd      *shm.Reader
+	rd      source
+	lost    func() uint64 // lapped (reader) or dropped (queue consumer)
+	queue   bool
 	out     *bufio.Writer
 	errOut  io.Writer
 	count   uint64
@@ -40,12 +55,13 @@ type tailer struct {
 }
 
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("tail", "PATH [--from latest|oldest|N] [--count N] [--timeout D] [--quiet]", tailHelp, stderr)
+	fs := newFlagSet("tail", "PATH [--from latest|oldest|N | --queue] [--count N] [--timeout D] [--quiet]", tailHelp, stderr)
 	from := fs.String("from", "latest", "where to start: `latest` (the newest record), oldest, head (the next one) or a sequence number")
 	t := &tailer{errOut: stderr}
 	fs.Uint64Var(&t.count, "count", 0, "stop after this many `records`; 0 never stops")
 	fs.DurationVar(&t.timeout, "timeout", 0, "stop when no record arrives for this `duration` (e.g. 2s); 0 waits forever")
 	fs.BoolVar(&t.quiet, "quiet", false, "print only errors and the totals")
+	fs.BoolVar(&t.queue, "queue", false, "consume as a competing consumer of a multi-producer ring (--from does not apply)")
 	path, err := parsePath(fs, args)
 	if err != nil {
 		return helpOr(err)
@@ -58,8 +74,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usagef("--timeout %v is negative", t.timeout)
 	}
 	wait := shm.FutexWait(64)
-	opts.Name, opts.Wait = "ringfire tail", &wait
-	if t.rd, err = shm.OpenReader(path, opts); err != nil {
+	if err := t.open(path, opts, &wait); err != nil {
 		return err
 	}
 	defer t.rd.Close()
@@ -76,6 +91,25 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		err = fmt.Errorf("validation failed: %d checksum errors and %d sequence mismatches in %d records", t.badSum, t.badSeq, t.received)
 	}
 	return err
+}
+
+// open attaches the reader (or, with --queue, the queue consumer).
+func (t *tailer) open(path string, opts shm.ReadOptions, wait *shm.WaitStrategy) error {
+	if t.queue {
+		q, err := shm.OpenQueueReader(path, shm.QueueOptions{Wait: wait})
+		if err != nil {
+			return err
+		}
+		t.rd, t.lost = q, q.Dropped
+		return nil
+	}
+	opts.Name, opts.Wait = "ringfire tail", wait
+	rd, err := shm.OpenReader(path, opts)
+	if err != nil {
+		return err
+	}
+	t.rd, t.lost = rd, rd.Lapped
+	return nil
 }
 
 func parseFrom(s string) (shm.ReadOptions, error) {
@@ -161,8 +195,12 @@ func (t *tailer) report(format string, args ...any) {
 }
 
 func (t *tailer) summary() {
-	fmt.Fprintf(t.out, "received %d, lapped %d, gaps %d, checksum errors %d, sequence errors %d",
-		t.received, t.rd.Lapped(), t.gaps, t.badSum, t.badSeq)
+	lost := "lapped"
+	if t.queue {
+		lost = "dropped"
+	}
+	fmt.Fprintf(t.out, "received %d, %s %d, gaps %d, checksum errors %d, sequence errors %d",
+		t.received, lost, t.lost(), t.gaps, t.badSum, t.badSeq)
 	if t.received > 0 {
 		fmt.Fprintf(t.out, " (seq %d..%d)", t.first, t.last)
 	}
