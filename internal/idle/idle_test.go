@@ -201,3 +201,20 @@ func TestLockThread(t *testing.T) {
 		t.Error("LockThread(100000) succeeded")
 	}
 }
+
+// A hot loop's thread takes one more P for the rest of the program, and
+// gives it back.
+func TestLockThreadAddsProc(t *testing.T) {
+	before := runtime.GOMAXPROCS(0)
+	unlock, err := LockThread(-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := runtime.GOMAXPROCS(0); got != before+1 {
+		t.Errorf("GOMAXPROCS %d while a loop runs, want %d", got, before+1)
+	}
+	unlock()
+	if got := runtime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS %d after, want %d", got, before)
+	}
+}

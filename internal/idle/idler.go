@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -140,13 +141,29 @@ func (d *Idler) sleep(max time.Duration) {
 // system call: it never blocks, so the runtime need not hand the P away.
 func schedYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
+// procs serializes the GOMAXPROCS changes of LockThread.
+var procs sync.Mutex
+
+// addProcs changes GOMAXPROCS by delta.
+func addProcs(delta int) {
+	procs.Lock()
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + delta)
+	procs.Unlock()
+}
+
 // LockThread locks the calling goroutine to its OS thread for a hot loop
-// and, when cpu >= 0, binds that thread to CPU cpu. The returned function
-// undoes both.
+// and, when cpu >= 0, binds that thread to CPU cpu. A hot loop keeps its P
+// (the runtime's right to run Go code) while it spins, yields or sleeps in
+// a system call the runtime does not see through (ppoll, futex), so
+// LockThread raises GOMAXPROCS by one for as long as the loop runs: the
+// rest of the program (a TCP reader, the sessions) keeps as many Ps as it
+// had, and the kernel shares the CPUs among the threads. The returned
+// function undoes all of it.
 func LockThread(cpu int) (unlock func(), err error) {
 	runtime.LockOSThread()
 	if cpu < 0 {
-		return runtime.UnlockOSThread, nil
+		addProcs(1)
+		return func() { addProcs(-1); runtime.UnlockOSThread() }, nil
 	}
 	var old, set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err != nil {
@@ -158,7 +175,9 @@ func LockThread(cpu int) (unlock func(), err error) {
 		runtime.UnlockOSThread()
 		return nil, fmt.Errorf("idle: pin to CPU %d: %w", cpu, os.NewSyscallError("sched_setaffinity", err))
 	}
+	addProcs(1)
 	return func() {
+		addProcs(-1)
 		unix.SchedSetaffinity(0, &old)
 		runtime.UnlockOSThread()
 	}, nil
