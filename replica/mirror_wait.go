@@ -35,6 +35,9 @@ func (m *Mirror) startWaking() error {
 	}
 	m.waker = w
 	m.idler = idle.NewIdler(idle.Strategy{Mode: m.cfg.Wait}, w)
+	if m.c != nil { // connected before Run (Connect, then Run)
+		m.watch(m.c)
+	}
 	return nil
 }
 

@@ -175,3 +175,27 @@ func TestYieldOversubscribed(t *testing.T) {
 		sameSlots(t, sources[i].path, mr.path, 1)
 	}
 }
+
+// A mirror connected before Run (Connect, then Run) sleeps on its
+// transport's socket too: a datagram ends its sleep.
+func TestConnectThenRunWakesOnDatagram(t *testing.T) {
+	p, src := pairSource(t, 1<<10)
+	scfg, mcfg := transportConfigs("unicast")
+	src.serve(scfg)
+	mcfg.Wait, mcfg.NoTelemetry = replica.WaitBlock, true
+	mcfg.Ring = filepath.Join(t.TempDir(), "mirror")
+	m := newMirrorOf(t, src, p.BAddr, mcfg)
+	connectIn(t, p.B, m)
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := p.B.Go(func() { m.Run(ctx) })
+	defer func() { cancel(); <-ran; m.Close() }()
+	src.push(1)
+	waitUntil(t, 5*time.Second, "the first record", func() bool { return m.Stats().Next == 2 })
+	waitUntil(t, 5*time.Second, "the mirror parked", func() bool { return m.Stats().Wait.Sleeps > 0 })
+	before := m.Stats().Wait
+	src.push(1)
+	waitUntil(t, 5*time.Second, "the second record", func() bool { return m.Stats().Next == 3 })
+	if after := m.Stats().Wait; after.Ready <= before.Ready {
+		t.Fatalf("wait stats before %+v, after %+v: the datagram did not end the sleep", before, after)
+	}
+}
