@@ -23,7 +23,7 @@ type Report struct {
 	// processes, per waiting style.
 	Deployed         []Deployed `json:"deployed"`
 	DeployedDatagram []Deployed `json:"deployed_datagram"`
-	Notes    []string   `json:"notes,omitempty"`
+	Notes            []string   `json:"notes,omitempty"`
 }
 
 // Machine describes where the run happened.
