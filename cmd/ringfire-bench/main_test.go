@@ -19,6 +19,77 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
+// TestMain runs the hidden roles of the deployed section: they re-execute
+// this test binary as the bench re-executes itself.
+func TestMain(m *testing.M) {
+	runRole()
+	os.Exit(m.Run())
+}
+
+// A short deployed run over kernel UDP and AF_XDP unicast, every endpoint
+// its own process, takes every sample it was asked for in each wait mode
+// and datagram style, and reports the CPU of every process. It asserts
+// what was measured, never how fast.
+func TestBenchDeployedSmoke(t *testing.T) {
+	netns.Require(t)
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var so, se bytes.Buffer
+	err := run(ctx, []string{"--sections", "deployed", "--transports", "udp-unicast,xdp-unicast",
+		"--warmup", "20", "--samples", "200", "--out", out}, &so, &se)
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, &se)
+	}
+	wantContains(t, "bench output", so.String(), "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second")
+	var rep bench.Report
+	b, err := os.ReadFile(filepath.Join(out, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 0 {
+		t.Fatalf("measurements failed: %v", rep.Notes)
+	}
+	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) {
+		t.Fatalf("%d deployed, %d datagram measurements; want 4 and %d",
+			len(rep.Deployed), len(rep.DeployedDatagram), len(bench.DatagramStyles))
+	}
+	for _, d := range rep.Deployed {
+		checkDeployed(t, d, "pinger", "serve A", "mirror A'", "echo", "serve B", "mirror B'")
+	}
+	for _, d := range rep.DeployedDatagram {
+		checkDeployed(t, d, "pinger", "echo")
+	}
+}
+
+// checkDeployed asserts that d took its 200 samples and that every one of
+// its processes (roles, in any order) reported the CPU it used, each a
+// process of its own.
+func checkDeployed(t *testing.T, d bench.Deployed, roles ...string) {
+	t.Helper()
+	if d.Lat.Samples != 200 || d.Lat.P50 <= 0 || d.Lat.Max < d.Lat.P50 || d.Measured <= 0 {
+		t.Errorf("%s %s: %+v over %v", d.Transport, d.Wait, d.Lat, time.Duration(d.Measured))
+	}
+	if len(d.CPU) != len(roles) {
+		t.Fatalf("%s %s: CPU of %d processes, want %d: %+v", d.Transport, d.Wait, len(d.CPU), len(roles), d.CPU)
+	}
+	pids, got := map[int]bool{}, map[string]bool{}
+	for i, c := range d.CPU {
+		if c.Pid <= 0 || pids[c.Pid] || c.Seconds < 0 || c.PerSec < 0 {
+			t.Errorf("%s %s: process %d: %+v", d.Transport, d.Wait, i, c)
+		}
+		pids[c.Pid], got[c.Role] = true, true
+	}
+	for _, r := range roles {
+		if !got[r] {
+			t.Errorf("%s %s: no CPU reported for %s: %+v", d.Transport, d.Wait, r, d.CPU)
+		}
+	}
+}
+
 // A short bench run over kernel UDP and AF_XDP writes its tables, a JSON
 // report with a figure for every section asked for, markdown and two
 // well-formed SVG charts. It asserts what was measured, never how fast.
@@ -96,6 +167,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--rates", "1,x"}, "--rates"},
 		{[]string{"--record", "8"}, "--record"},
 		{[]string{"--fanout", "0"}, "--fanout"},
+		{[]string{"--waits", "spin,"}, "--waits"},
+		{[]string{"--samples", "0"}, "--samples"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		var so, se bytes.Buffer
@@ -122,7 +195,7 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
-		"--fanout", "--out", "--json", "--quick")
+		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--ringfire")
 }
 
 // The product binary links neither the harness nor package testing.

@@ -221,6 +221,7 @@ func planDeployed(cfg *Config, rep *Report) []step {
 			}})
 		}
 	}
+	rep.Machine.Network += "; deployed: two namespaces joined by two veth pairs, one per direction"
 	for _, style := range DatagramStyles {
 		steps = append(steps, step{"deployed datagram " + style, func(r *rig) error {
 			d, err := r.deployedDatagram(cfg, style)
