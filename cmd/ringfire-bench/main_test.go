@@ -31,28 +31,10 @@ func TestMain(m *testing.M) {
 // and datagram style, and reports the CPU of every process. It asserts
 // what was measured, never how fast.
 func TestBenchDeployedSmoke(t *testing.T) {
-	netns.Require(t)
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	var so, se bytes.Buffer
-	err := run(ctx, []string{"--sections", "deployed", "--transports", "udp-unicast,xdp-unicast",
-		"--warmup", "20", "--samples", "200", "--out", out}, &so, &se)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, &se)
-	}
-	wantContains(t, "bench output", so.String(), "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second")
-	var rep bench.Report
-	b, err := os.ReadFile(filepath.Join(out, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Notes) != 0 {
-		t.Fatalf("measurements failed: %v", rep.Notes)
-	}
+	out, stdout := runBench(t, 4*time.Minute, "--sections", "deployed", "--transports", "udp-unicast,xdp-unicast",
+		"--warmup", "20", "--samples", "200")
+	wantContains(t, "bench output", stdout, "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second")
+	rep := readReport(t, out)
 	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) {
 		t.Fatalf("%d deployed, %d datagram measurements; want 4 and %d",
 			len(rep.Deployed), len(rep.DeployedDatagram), len(bench.DatagramStyles))
@@ -94,29 +76,10 @@ func checkDeployed(t *testing.T, d bench.Deployed, roles ...string) {
 // report with a figure for every section asked for, markdown and two
 // well-formed SVG charts. It asserts what was measured, never how fast.
 func TestBenchSmoke(t *testing.T) {
-	netns.Require(t)
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var so, se bytes.Buffer
-	err := run(ctx, []string{"--quick", "--transports", "udp-unicast,xdp-unicast",
-		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms", "--out", out}, &so, &se)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, &se)
-	}
-	stdout := so.String()
+	out, stdout := runBench(t, 2*time.Minute, "--quick", "--transports", "udp-unicast,xdp-unicast",
+		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms")
 	wantContains(t, "bench output", stdout, "ping-pong round trip", "udp-unicast", "xdp-unicast", "zero-loss rate", "send cost")
-	var rep bench.Report
-	b, err := os.ReadFile(filepath.Join(out, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Notes) != 0 {
-		t.Fatalf("measurements failed: %v", rep.Notes)
-	}
+	rep := readReport(t, out)
 	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 4 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
 		t.Fatalf("report sections: %d pingpong, %d zero-loss, %d stages, %d fan-out, %d send cost",
 			len(rep.PingPong), len(rep.ZeroLoss), len(rep.Stages), len(rep.Fanout), len(rep.SendCost))
@@ -136,6 +99,39 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "bench.md"))
 	wantContains(t, "bench.md", string(md), "latency.svg", "throughput.svg")
+}
+
+// runBench runs the bench with args and --out, bounded by d, fails the
+// test on an error and returns the output directory and what it printed.
+func runBench(t *testing.T, d time.Duration, args ...string) (out, stdout string) {
+	t.Helper()
+	netns.Require(t)
+	out = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var so, se bytes.Buffer
+	if err := run(ctx, append(args, "--out", out), &so, &se); err != nil {
+		t.Fatalf("bench: %v\n%s", err, &se)
+	}
+	return out, so.String()
+}
+
+// readReport reads the bench.json of a run into dir and fails the test
+// if any measurement failed.
+func readReport(t *testing.T, dir string) bench.Report {
+	t.Helper()
+	var rep bench.Report
+	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 0 {
+		t.Fatalf("measurements failed: %v", rep.Notes)
+	}
+	return rep
 }
 
 func wellFormed(t *testing.T, path string) {

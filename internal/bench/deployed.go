@@ -110,6 +110,18 @@ func (ps *procSet) role(d *deployedNet, l *launcher, name string, s roleSpec) (*
 	return ps.start(l, name, []string{d.self}, []string{roleEnv + "=" + string(b)}, true)
 }
 
+// roleReady starts a role that says ready and waits until it has.
+func (ps *procSet) roleReady(d *deployedNet, l *launcher, name string, s roleSpec) (*proc, error) {
+	p, err := ps.role(d, l, name, s)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(lineReady, readyWait); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
 // stopAll stops every process, last started first.
 func (ps procSet) stopAll() error {
 	var errs []error
@@ -143,21 +155,14 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 	ping, echo := spec, spec
 	ping.Role, ping.Ring, ping.Read = roleRingPinger, out.ring, back.copy
 	echo.Role, echo.Ring, echo.Read = roleRingEcho, back.ring, out.copy
-	pinger, err := ps.role(d, d.n1, "pinger", ping)
+	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
 	if err != nil {
-		return Deployed{}, err
-	}
-	if _, err := pinger.expect(lineReady, readyWait); err != nil {
 		return Deployed{}, err
 	}
 	if err := ps.serve(d, out, tr, wait, "serve A"); err != nil {
 		return Deployed{}, err
 	}
-	e, err := ps.role(d, d.n2, "echo", echo)
-	if err != nil {
-		return Deployed{}, err
-	}
-	if _, err := e.expect(lineReady, readyWait); err != nil {
+	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
 		return Deployed{}, err
 	}
 	if err := ps.serve(d, back, tr, wait, "serve B"); err != nil {
@@ -214,11 +219,7 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
 	ping, echo := spec, spec
 	ping.Role, ping.Local, ping.Peer = roleDgramPinger, a, b
 	echo.Role, echo.Local, echo.Peer = roleDgramEcho, b, a
-	e, err := ps.role(d, d.n2, "echo", echo)
-	if err != nil {
-		return Deployed{}, err
-	}
-	if _, err := e.expect(lineReady, readyWait); err != nil {
+	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
 		return Deployed{}, err
 	}
 	pinger, err := ps.role(d, d.n1, "pinger", ping)

@@ -108,27 +108,29 @@ func (e *dgramEnd) recv(deadline time.Time) error {
 	}
 }
 
-// lockFor locks the role's goroutine to its thread for every style but
-// the netpoller's.
-func lockFor(style string) (unlock func(), err error) {
-	if style == "netpoller" {
-		return func() {}, nil
+// dgramRole opens a datagram role's end, its goroutine locked to its
+// thread for every style but the netpoller's; done closes and unlocks.
+func dgramRole(s roleSpec) (e *dgramEnd, done func(), err error) {
+	unlock := func() {}
+	if s.Wait != "netpoller" {
+		if unlock, err = idle.LockThread(-1); err != nil {
+			return nil, nil, err
+		}
 	}
-	return idle.LockThread(-1)
+	if e, err = openDgram(s.Wait, s.Local, s.Peer, s.Record); err != nil {
+		unlock()
+		return nil, nil, err
+	}
+	return e, func() { e.close(); unlock() }, nil
 }
 
 // dgramEcho sends every datagram back until stdin closes.
 func dgramEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
-	unlock, err := lockFor(s.Wait)
+	e, done, err := dgramRole(s)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	e, err := openDgram(s.Wait, s.Local, s.Peer, s.Record)
-	if err != nil {
-		return err
-	}
-	defer e.close()
+	defer done()
 	if err := say(out, lineReady); err != nil {
 		return err
 	}
@@ -155,16 +157,11 @@ func dgramEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 
 // dgramPinger sends a datagram and waits for its echo, one in flight.
 func dgramPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
-	unlock, err := lockFor(s.Wait)
+	e, done, err := dgramRole(s)
 	if err != nil {
 		return err
 	}
-	defer unlock()
-	e, err := openDgram(s.Wait, s.Local, s.Peer, s.Record)
-	if err != nil {
-		return err
-	}
-	defer e.close()
+	defer done()
 	ping := func(bool) (time.Duration, error) {
 		start := time.Now()
 		if err := e.send(); err != nil {

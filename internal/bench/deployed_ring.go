@@ -56,21 +56,33 @@ func openRingWhenReady(path string, ws shm.WaitStrategy) (*shm.Reader, error) {
 	return rd, nil
 }
 
+// ringEnds are a ring role's rings: it creates the ring it writes, says
+// ready, and opens the ring it reads once a mirror has made it.
+func ringEnds(s roleSpec, out *bufio.Writer) (*shm.Writer, *shm.Reader, error) {
+	w, err := createRing(s.Ring, s.Record)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := say(out, lineReady); err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	rd, err := openRingWhenReady(s.Read, roleWait(s.Wait))
+	if err != nil {
+		w.Close()
+		return nil, nil, err
+	}
+	return w, rd, nil
+}
+
 // ringPinger pushes a stamped record into ring A and waits on B' for its
 // echo, one record in flight.
 func ringPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
-	w, err := createRing(s.Ring, s.Record)
+	w, rd, err := ringEnds(s, out)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := say(out, lineReady); err != nil {
-		return err
-	}
-	rd, err := openRingWhenReady(s.Read, roleWait(s.Wait))
-	if err != nil {
-		return err
-	}
 	defer rd.Close()
 	rec, buf := make([]byte, s.Record), make([]byte, s.Record)
 	base := time.Now()
@@ -117,18 +129,11 @@ func awaitEcho(rd *shm.Reader, buf []byte, seq uint64, base time.Time, deadline 
 
 // ringEcho copies every record of A' into ring B until stdin closes.
 func ringEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
-	w, err := createRing(s.Ring, s.Record)
+	w, rd, err := ringEnds(s, out)
 	if err != nil {
 		return err
 	}
 	defer w.Close()
-	if err := say(out, lineReady); err != nil {
-		return err
-	}
-	rd, err := openRingWhenReady(s.Read, roleWait(s.Wait))
-	if err != nil {
-		return err
-	}
 	defer rd.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
