@@ -53,7 +53,7 @@ sendto calls (sendcost), and the ring-to-ring round trip as deployed,
 every endpoint its own process: a pinger, ringfire serve and mirror, an
 echo, serve and mirror again, over two veth pairs, beside the datagram
 alone between two processes, with the CPU each process used (deployed;
---waits, --warmup, --samples, --ringfire). It prints tables; --out writes bench.json,
+--waits, --warmup, --samples, --deployed-for, --ringfire). It prints tables; --out writes bench.json,
 bench.md and the charts latency.svg and throughput.svg into a directory.
 Benchmarks report; they never fail on a time.`
 
@@ -61,7 +61,7 @@ type benchFlags struct {
 	transports, sections, rates, fanout string
 	waits, ringfire                     string
 	record, warmUp, samples             int
-	pingpong, stress, stages            time.Duration
+	pingpong, stress, stages, deployed  time.Duration
 	out                                 string
 	json, quick                         bool
 }
@@ -82,6 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"deployed: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X)")
 	fs.IntVar(&f.warmUp, "warmup", 10_000, "deployed: warm-up round trips per measurement")
 	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
+	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")
 	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
 	fs.StringVar(&f.out, "out", "", "write bench.json, bench.md and the SVG charts into `dir`")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
@@ -106,9 +107,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	cfg := bench.Config{Record: f.record, PingPong: f.pingpong, Stress: f.stress, Stages: f.stages, Progress: progress,
-		WarmUp: f.warmUp, Samples: f.samples, Ringfire: f.ringfire}
-	if f.warmUp <= 0 || f.samples <= 0 {
-		return cfg, usagef("--warmup and --samples must be positive")
+		WarmUp: f.warmUp, Samples: f.samples, DeployedFor: f.deployed, Ringfire: f.ringfire}
+	if f.warmUp <= 0 || f.samples <= 0 || f.deployed <= 0 {
+		return cfg, usagef("--warmup, --samples and --deployed-for must be positive")
 	}
 	for _, w := range strings.Split(f.waits, ",") {
 		if w = strings.TrimSpace(w); w == "" || strings.HasPrefix(w, "-") {

@@ -191,7 +191,7 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
-		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--ringfire")
+		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire")
 }
 
 // The product binary links neither the harness nor package testing.

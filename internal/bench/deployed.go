@@ -21,11 +21,8 @@ var DeployedTransports = []string{"udp-unicast", "udp-multicast", "xdp-unicast",
 // --spin, any other name X passes --wait X.
 var DefaultWaits = []string{"default", "spin"}
 
-// Bounds of the deployed orchestration.
-const (
-	readyWait  = 30 * time.Second // a role's ready line, serve listening
-	sampleWait = 10 * time.Millisecond
-)
+// readyWait bounds a role's ready line and a serve's listening.
+const readyWait = 30 * time.Second
 
 // deployedNet is the deployed section's topology, made at its first
 // measurement: two namespaces, N1 (pair.A) and N2 (pair.B), joined by two
@@ -151,7 +148,7 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 		ring: filepath.Join(dir, "B"), copy: filepath.Join(dir, "B-mirror")}
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
-	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples}
+	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, ping.Ring, ping.Read = roleRingPinger, out.ring, back.copy
 	echo.Role, echo.Ring, echo.Read = roleRingEcho, back.ring, out.copy
@@ -215,7 +212,7 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
 	b := netip.AddrPortFrom(d.pair.BAddr, 7701).String()
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
-	spec := roleSpec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples}
+	spec := roleSpec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, ping.Local, ping.Peer = roleDgramPinger, a, b
 	echo.Role, echo.Local, echo.Peer = roleDgramEcho, b, a
@@ -234,8 +231,9 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
 // measure waits for the pinger's warm-up, takes the CPU times of every
 // process, waits for the pinger's result and takes them again.
 func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
-	warm := readyWait + time.Duration(cfg.WarmUp)*sampleWait
-	if _, err := pinger.expect(lineMeasuring, warm); err != nil {
+	// The pinger bounds its warm-up and samples in time, and each round
+	// trip; these bounds are the parent's, a little wider.
+	if _, err := pinger.expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
 		return Deployed{}, ps.explain(err)
 	}
 	before, err := ps.cpuTimes()
@@ -243,7 +241,7 @@ func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
 		return Deployed{}, err
 	}
 	start := time.Now()
-	line, err := pinger.expect(lineResult, readyWait+time.Duration(cfg.Samples)*sampleWait)
+	line, err := pinger.expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
 	if err != nil {
 		return Deployed{}, ps.explain(err)
 	}

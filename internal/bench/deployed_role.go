@@ -25,15 +25,16 @@ const (
 
 // roleSpec is what a role process is told.
 type roleSpec struct {
-	Role    string `json:"role"`
-	Ring    string `json:"ring,omitempty"` // the ring it creates
-	Read    string `json:"read,omitempty"` // the ring it reads
-	Wait    string `json:"wait"`           // ring roles: a bench wait name; datagram roles: a style
-	Record  int    `json:"record"`
-	WarmUp  int    `json:"warm_up,omitempty"`
-	Samples int    `json:"samples,omitempty"`
-	Local   string `json:"local,omitempty"` // datagram roles: address to bind
-	Peer    string `json:"peer,omitempty"`  // datagram roles: address to connect to
+	Role    string   `json:"role"`
+	Ring    string   `json:"ring,omitempty"` // the ring it creates
+	Read    string   `json:"read,omitempty"` // the ring it reads
+	Wait    string   `json:"wait"`           // ring roles: a bench wait name; datagram roles: a style
+	Record  int      `json:"record"`
+	WarmUp  int      `json:"warm_up,omitempty"`
+	Samples int      `json:"samples,omitempty"`
+	Limit   Duration `json:"limit,omitempty"` // a pinger's bound on the time of its samples
+	Local   string   `json:"local,omitempty"` // datagram roles: address to bind
+	Peer    string   `json:"peer,omitempty"`  // datagram roles: address to connect to
 }
 
 // The lines a role writes on stdout, in order: ready once what it creates
@@ -104,15 +105,20 @@ func say(out *bufio.Writer, line string) error {
 	return out.Flush()
 }
 
+// warmUpMax bounds a pinger's warm-up in time, whatever its count.
+const warmUpMax = 10 * time.Second
+
 // roleLimit bounds how long a role waits for the parent to close stdin
 // once it has reported.
 const roleLimit = time.Minute
 
-// pingLoop is a pinger's run: warmUp round trips, then samples timed
-// ones recorded in a histogram, reported as result. ping does one round
-// trip; first is true for the very first (paths still being set up).
+// pingLoop is a pinger's run: WarmUp round trips (at most warmUpMax of
+// them), then Samples timed ones (at most Limit of them) recorded in a
+// histogram, reported as result. ping does one round trip; first is true
+// for the very first (paths still being set up).
 func pingLoop(s roleSpec, out *bufio.Writer, gone <-chan struct{}, ping func(first bool) (time.Duration, error)) error {
-	for i := 0; i < s.WarmUp; i++ {
+	start := time.Now()
+	for i := 0; i < s.WarmUp && (i == 0 || time.Since(start) < warmUpMax); i++ {
 		if _, err := ping(i == 0); err != nil {
 			return fmt.Errorf("warm-up round trip %d: %w", i, err)
 		}
@@ -121,7 +127,8 @@ func pingLoop(s roleSpec, out *bufio.Writer, gone <-chan struct{}, ping func(fir
 		return err
 	}
 	h := newHist()
-	for i := 0; i < s.Samples; i++ {
+	end := time.Now().Add(time.Duration(s.Limit))
+	for i := 0; i < s.Samples && (i == 0 || time.Now().Before(end)); i++ {
 		d, err := ping(i == 0 && s.WarmUp == 0)
 		if err != nil {
 			return fmt.Errorf("round trip %d: %w", i, err)

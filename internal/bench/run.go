@@ -27,11 +27,12 @@ type Config struct {
 	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed
 	Progress   io.Writer     // one line per measurement (default none)
 	// The deployed section: wait modes (default DefaultWaits), warm-up
-	// and timed round trips per measurement (default 10,000 and
-	// 100,000), the ringfire binary (default: next to this one, else
-	// built).
+	// and timed round trips per measurement (default 10,000, at most
+	// 10 s, and 100,000, at most DeployedFor, default 1 min), the
+	// ringfire binary (default: next to this one, else built).
 	Waits           []string
 	WarmUp, Samples int
+	DeployedFor     time.Duration
 	Ringfire        string
 }
 
@@ -75,6 +76,7 @@ func (c *Config) defaults() {
 	}
 	c.WarmUp = cmpInt(c.WarmUp, 10_000)
 	c.Samples = cmpInt(c.Samples, 100_000)
+	c.DeployedFor = cmp(c.DeployedFor, time.Minute)
 }
 
 func cmpInt(n, def int) int {
