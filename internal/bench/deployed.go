@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
@@ -274,14 +275,25 @@ func (ps procSet) cpuTimes() ([]time.Duration, error) {
 	return ts, nil
 }
 
-// explain adds to a pinger's failure which other processes had exited,
-// and why.
+// explain adds to a pinger's failure why other processes had exited, and
+// the counters of the ringfire ones still running, which print them when
+// asked to stop (SIGTERM; bounded by termWait).
 func (ps procSet) explain(err error) error {
 	errs := []error{err}
 	for _, p := range ps {
 		if perr := p.alive(); perr != nil {
 			errs = append(errs, perr)
+			continue
+		}
+		if p.lines == nil && p.terminate() {
+			errs = append(errs, fmt.Errorf("%s said: %s", p.role, lastLines(p.out.String(), 6)))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// lastLines is the last n lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(ls[max(0, len(ls)-n):], " | ")
 }

@@ -165,6 +165,21 @@ func (p *proc) failed(what string) error {
 	return errors.New(msg)
 }
 
+// termWait bounds how long terminate waits for a process to exit.
+const termWait = 2 * time.Second
+
+// terminate asks the process to end (SIGTERM) and reports whether it
+// exited within termWait.
+func (p *proc) terminate() bool {
+	syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return true
+	case <-time.After(termWait):
+		return false
+	}
+}
+
 // stop kills the process group and waits (at most 10 s) for the process
 // to be reaped.
 func (p *proc) stop() error {

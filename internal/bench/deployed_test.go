@@ -151,3 +151,12 @@ func TestTailBuffer(t *testing.T) {
 		t.Fatalf("tail %q, want the last 8 bytes %q", got, "o, world")
 	}
 }
+
+func TestLastLines(t *testing.T) {
+	if got := lastLines("a\nb\nc\nd\n", 2); got != "c | d" {
+		t.Errorf("lastLines = %q, want %q", got, "c | d")
+	}
+	if got := lastLines("only", 6); got != "only" {
+		t.Errorf("lastLines = %q, want %q", got, "only")
+	}
+}
