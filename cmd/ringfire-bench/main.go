@@ -21,7 +21,24 @@ import (
 
 const name = "ringfire-bench"
 
-func main() { cli.Main(name, run) }
+func main() {
+	runRole()
+	cli.Main(name, run)
+}
+
+// runRole runs, and exits with, the hidden role (pinger or echo of the
+// deployed section) this process was started for, if any.
+func runRole() {
+	role, ok := bench.Role()
+	if !ok {
+		return
+	}
+	if err := role(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "%s role: %v\n", name, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
 
 func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
@@ -32,14 +49,19 @@ at fixed rates that finds the highest rate each transport carries without
 loss (stress), push-to-read latency on the source host, on a mirror on the
 same host, on the other host and through a hub (stages), one source with
 1, 4 and 16 mirrors (fanout), and one sendmmsg to N mirrors against N
-sendto calls (sendcost). It prints tables; --out writes bench.json,
+sendto calls (sendcost), and the ring-to-ring round trip as deployed,
+every endpoint its own process: a pinger, ringfire serve and mirror, an
+echo, serve and mirror again, over two veth pairs, beside the datagram
+alone between two processes, with the CPU each process used (deployed;
+--waits, --warmup, --samples, --deployed-for, --ringfire). It prints tables; --out writes bench.json,
 bench.md and the charts latency.svg and throughput.svg into a directory.
 Benchmarks report; they never fail on a time.`
 
 type benchFlags struct {
 	transports, sections, rates, fanout string
-	record                              int
-	pingpong, stress, stages            time.Duration
+	waits, ringfire                     string
+	record, warmUp, samples             int
+	pingpong, stress, stages, deployed  time.Duration
 	out                                 string
 	json, quick                         bool
 }
@@ -56,6 +78,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.pingpong, "pingpong", 2*time.Second, "closed loop `duration` per transport")
 	fs.DurationVar(&f.stress, "stress", time.Second, "open loop `duration` per rate")
 	fs.DurationVar(&f.stages, "stages", time.Second, "`duration` of each stage and fan-out measurement")
+	fs.StringVar(&f.waits, "waits", strings.Join(bench.DefaultWaits, ","),
+		"deployed: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X)")
+	fs.IntVar(&f.warmUp, "warmup", 10_000, "deployed: warm-up round trips per measurement")
+	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
+	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")
+	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
 	fs.StringVar(&f.out, "out", "", "write bench.json, bench.md and the SVG charts into `dir`")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")
@@ -78,7 +106,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
-	cfg := bench.Config{Record: f.record, PingPong: f.pingpong, Stress: f.stress, Stages: f.stages, Progress: progress}
+	cfg := bench.Config{Record: f.record, PingPong: f.pingpong, Stress: f.stress, Stages: f.stages, Progress: progress,
+		WarmUp: f.warmUp, Samples: f.samples, DeployedFor: f.deployed, Ringfire: f.ringfire}
+	if f.warmUp <= 0 || f.samples <= 0 || f.deployed <= 0 {
+		return cfg, usagef("--warmup, --samples and --deployed-for must be positive")
+	}
+	for _, w := range strings.Split(f.waits, ",") {
+		if w = strings.TrimSpace(w); w == "" || strings.HasPrefix(w, "-") {
+			return cfg, usagef("--waits %q: want comma-separated wait mode names", f.waits)
+		}
+		cfg.Waits = append(cfg.Waits, w)
+	}
 	cfg.Transports = strings.Split(f.transports, ",")
 	for _, t := range cfg.Transports {
 		if !slices.Contains(bench.Transports, t) {
@@ -104,6 +142,7 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	if f.quick {
 		cfg.PingPong, cfg.Stress, cfg.Stages = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 		cfg.Rates, cfg.Fanout = []int{50_000, 200_000}, []int{1, 4}
+		cfg.WarmUp, cfg.Samples = min(cfg.WarmUp, 200), min(cfg.Samples, 2_000)
 	}
 	return cfg, nil
 }

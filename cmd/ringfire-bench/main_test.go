@@ -19,33 +19,67 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
+// TestMain runs the hidden roles of the deployed section: they re-execute
+// this test binary as the bench re-executes itself.
+func TestMain(m *testing.M) {
+	runRole()
+	os.Exit(m.Run())
+}
+
+// A short deployed run over kernel UDP and AF_XDP unicast, every endpoint
+// its own process, takes every sample it was asked for in each wait mode
+// and datagram style, and reports the CPU of every process. It asserts
+// what was measured, never how fast.
+func TestBenchDeployedSmoke(t *testing.T) {
+	out, stdout := runBench(t, 4*time.Minute, "--sections", "deployed", "--transports", "udp-unicast,xdp-unicast",
+		"--warmup", "20", "--samples", "200")
+	wantContains(t, "bench output", stdout, "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second")
+	rep := readReport(t, out)
+	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) {
+		t.Fatalf("%d deployed, %d datagram measurements; want 4 and %d",
+			len(rep.Deployed), len(rep.DeployedDatagram), len(bench.DatagramStyles))
+	}
+	for _, d := range rep.Deployed {
+		checkDeployed(t, d, "pinger", "serve A", "mirror A'", "echo", "serve B", "mirror B'")
+	}
+	for _, d := range rep.DeployedDatagram {
+		checkDeployed(t, d, "pinger", "echo")
+	}
+}
+
+// checkDeployed asserts that d took its 200 samples and that every one of
+// its processes (roles, in any order) reported the CPU it used, each a
+// process of its own.
+func checkDeployed(t *testing.T, d bench.Deployed, roles ...string) {
+	t.Helper()
+	if d.Lat.Samples != 200 || d.Lat.P50 <= 0 || d.Lat.Max < d.Lat.P50 || d.Measured <= 0 {
+		t.Errorf("%s %s: %+v over %v", d.Transport, d.Wait, d.Lat, time.Duration(d.Measured))
+	}
+	if len(d.CPU) != len(roles) {
+		t.Fatalf("%s %s: CPU of %d processes, want %d: %+v", d.Transport, d.Wait, len(d.CPU), len(roles), d.CPU)
+	}
+	pids, got := map[int]bool{}, map[string]bool{}
+	for i, c := range d.CPU {
+		if c.Pid <= 0 || pids[c.Pid] || c.Seconds < 0 || c.PerSec < 0 {
+			t.Errorf("%s %s: process %d: %+v", d.Transport, d.Wait, i, c)
+		}
+		pids[c.Pid], got[c.Role] = true, true
+	}
+	for _, r := range roles {
+		if !got[r] {
+			t.Errorf("%s %s: no CPU reported for %s: %+v", d.Transport, d.Wait, r, d.CPU)
+		}
+	}
+}
+
 // A short bench run over kernel UDP and AF_XDP writes its tables, a JSON
 // report with a figure for every section asked for, markdown and two
 // well-formed SVG charts. It asserts what was measured, never how fast.
 func TestBenchSmoke(t *testing.T) {
-	netns.Require(t)
-	out := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var so, se bytes.Buffer
-	err := run(ctx, []string{"--quick", "--transports", "udp-unicast,xdp-unicast",
-		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms", "--out", out}, &so, &se)
-	if err != nil {
-		t.Fatalf("bench: %v\n%s", err, &se)
-	}
-	stdout := so.String()
+	out, stdout := runBench(t, 2*time.Minute, "--quick", "--transports", "udp-unicast,xdp-unicast",
+		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms")
 	wantContains(t, "bench output", stdout, "ping-pong round trip", "udp-unicast", "xdp-unicast", "zero-loss rate", "send cost")
-	var rep bench.Report
-	b, err := os.ReadFile(filepath.Join(out, "bench.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(b, &rep); err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Notes) != 0 {
-		t.Fatalf("measurements failed: %v", rep.Notes)
-	}
+	rep := readReport(t, out)
 	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 4 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
 		t.Fatalf("report sections: %d pingpong, %d zero-loss, %d stages, %d fan-out, %d send cost",
 			len(rep.PingPong), len(rep.ZeroLoss), len(rep.Stages), len(rep.Fanout), len(rep.SendCost))
@@ -65,6 +99,39 @@ func TestBenchSmoke(t *testing.T) {
 	}
 	md, _ := os.ReadFile(filepath.Join(out, "bench.md"))
 	wantContains(t, "bench.md", string(md), "latency.svg", "throughput.svg")
+}
+
+// runBench runs the bench with args and --out, bounded by d, fails the
+// test on an error and returns the output directory and what it printed.
+func runBench(t *testing.T, d time.Duration, args ...string) (out, stdout string) {
+	t.Helper()
+	netns.Require(t)
+	out = t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var so, se bytes.Buffer
+	if err := run(ctx, append(args, "--out", out), &so, &se); err != nil {
+		t.Fatalf("bench: %v\n%s", err, &se)
+	}
+	return out, so.String()
+}
+
+// readReport reads the bench.json of a run into dir and fails the test
+// if any measurement failed.
+func readReport(t *testing.T, dir string) bench.Report {
+	t.Helper()
+	var rep bench.Report
+	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Notes) != 0 {
+		t.Fatalf("measurements failed: %v", rep.Notes)
+	}
+	return rep
 }
 
 func wellFormed(t *testing.T, path string) {
@@ -96,6 +163,8 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--rates", "1,x"}, "--rates"},
 		{[]string{"--record", "8"}, "--record"},
 		{[]string{"--fanout", "0"}, "--fanout"},
+		{[]string{"--waits", "spin,"}, "--waits"},
+		{[]string{"--samples", "0"}, "--samples"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		var so, se bytes.Buffer
@@ -122,7 +191,7 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
-		"--fanout", "--out", "--json", "--quick")
+		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire")
 }
 
 // The product binary links neither the harness nor package testing.

@@ -39,6 +39,15 @@ func fmtNs(v float64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
+// fmtCores formats a CPU share in cores with two decimals (0.00 for an
+// idle process: zero is a measurement here, not a missing figure).
+func fmtCores(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+		return dash
+	}
+	return strconv.FormatFloat(v, 'f', 2, 64)
+}
+
 // fmtSI formats a rate with three significant digits and a k/M/G
 // suffix: 950, 12.3 k, 250 k, 4.80 M.
 func fmtSI(v float64) string {

@@ -24,6 +24,9 @@ func (r *Report) tables() []table {
 		latencyTable("stages: push to read (µs)", "stage", r.Stages),
 		r.fanoutTable(),
 		r.sendCostTable(),
+		r.deployedTable(),
+		r.deployedDatagramTable(),
+		r.deployedCPUTable(),
 	}
 	var out []table
 	for _, t := range all {

@@ -17,7 +17,13 @@ type Report struct {
 	Stages   []Latency  `json:"stages"`       // push-to-read, per stage
 	Fanout   []Fanout   `json:"fanout"`       // per transport and mirror count
 	SendCost []SendCost `json:"send_cost"`    // sendmmsg to N mirrors against N sendto
-	Notes    []string   `json:"notes,omitempty"`
+	// Deployed is the ring-to-ring round trip with every endpoint its own
+	// process (pinger, serve, mirror, echo, serve, mirror), per transport
+	// and wait mode; DeployedDatagram the datagram alone between two
+	// processes, per waiting style.
+	Deployed         []Deployed `json:"deployed"`
+	DeployedDatagram []Deployed `json:"deployed_datagram"`
+	Notes            []string   `json:"notes,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -109,4 +115,22 @@ type SendCost struct {
 	Mirrors    int     `json:"mirrors"`
 	SendmmsgNs float64 `json:"sendmmsg_ns_per_mirror"`
 	SendtoNs   float64 `json:"sendto_ns_per_mirror"`
+}
+
+// Deployed is one closed-loop measurement across processes: its round
+// trips and the CPU each process used while they were taken.
+type Deployed struct {
+	Transport string      `json:"transport"` // a ring transport, or "udp" for the datagram alone
+	Wait      string      `json:"wait"`      // the wait mode, or the datagram waiting style
+	Lat       Percentiles `json:"round_trip"`
+	Measured  Duration    `json:"measured"` // wall time of the samples
+	CPU       []ProcCPU   `json:"cpu"`      // one per process
+}
+
+// ProcCPU is the CPU one process used during a measurement.
+type ProcCPU struct {
+	Role    string  `json:"role"` // pinger, serve A, mirror A', echo, serve B, mirror B'
+	Pid     int     `json:"pid"`
+	Seconds float64 `json:"cpu_s"`     // utime+stime over the measurement
+	PerSec  float64 `json:"cpu_per_s"` // Seconds per second of wall time: cores used
 }

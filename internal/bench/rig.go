@@ -33,6 +33,7 @@ type rig struct {
 	dir   string
 	base  time.Time // record stamps are nanoseconds since base
 	stops []func()
+	dep   *deployedNet // the deployed section's, made at its first measurement
 }
 
 func newRig() (*rig, error) {
@@ -66,6 +67,9 @@ func (r *rig) reset() {
 
 func (r *rig) close() error {
 	r.reset()
+	if r.dep != nil {
+		r.dep.close()
+	}
 	os.RemoveAll(r.dir)
 	return r.owner.Close()
 }

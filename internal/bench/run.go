@@ -24,8 +24,16 @@ type Config struct {
 	Rates      []int         // offered rates of the sweep, records/s
 	Stages     time.Duration // push-to-read per stage (default 1 s)
 	Fanout     []int         // mirror counts (default 1, 4, 16)
-	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost
+	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed
 	Progress   io.Writer     // one line per measurement (default none)
+	// The deployed section: wait modes (default DefaultWaits), warm-up
+	// and timed round trips per measurement (default 10,000, at most
+	// 10 s, and 100,000, at most DeployedFor, default 1 min), the
+	// ringfire binary (default: next to this one, else built).
+	Waits           []string
+	WarmUp, Samples int
+	DeployedFor     time.Duration
+	Ringfire        string
 }
 
 // DefaultRates is the default sweep, records/s.
@@ -39,7 +47,7 @@ var DefaultRates = []int{200_000, 400_000, 600_000, 800_000, 1_200_000, 1_600_00
 const procs = 8
 
 // Sections are the parts of a run.
-var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost"}
+var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed"}
 
 func (c *Config) defaults() {
 	if len(c.Transports) == 0 {
@@ -63,6 +71,19 @@ func (c *Config) defaults() {
 	if c.Progress == nil {
 		c.Progress = io.Discard
 	}
+	if len(c.Waits) == 0 {
+		c.Waits = DefaultWaits
+	}
+	c.WarmUp = cmpInt(c.WarmUp, 10_000)
+	c.Samples = cmpInt(c.Samples, 100_000)
+	c.DeployedFor = cmp(c.DeployedFor, time.Minute)
+}
+
+func cmpInt(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }
 
 func cmp(d, def time.Duration) time.Duration {
@@ -166,6 +187,9 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 			}})
 		}
 	}
+	if has("deployed") {
+		steps = append(steps, planDeployed(cfg, rep)...)
+	}
 	if has("sendcost") {
 		for _, n := range cfg.Fanout {
 			steps = append(steps, step{fmt.Sprintf("send cost to %d", n), func(r *rig) error {
@@ -176,6 +200,38 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 				return err
 			}})
 		}
+	}
+	return steps
+}
+
+// planDeployed lists the deployed measurements: each transport the
+// section supports with each wait mode, then the datagram alone in each
+// style.
+func planDeployed(cfg *Config, rep *Report) []step {
+	var steps []step
+	for _, tr := range cfg.Transports {
+		if !slices.Contains(DeployedTransports, tr) {
+			continue
+		}
+		for _, w := range cfg.Waits {
+			steps = append(steps, step{"deployed " + tr + " wait " + w, func(r *rig) error {
+				d, err := r.deployed(cfg, tr, w)
+				if err == nil {
+					rep.Deployed = append(rep.Deployed, d)
+				}
+				return err
+			}})
+		}
+	}
+	rep.Machine.Network += "; deployed: two namespaces joined by two veth pairs, one per direction"
+	for _, style := range DatagramStyles {
+		steps = append(steps, step{"deployed datagram " + style, func(r *rig) error {
+			d, err := r.deployedDatagram(cfg, style)
+			if err == nil {
+				rep.DeployedDatagram = append(rep.DeployedDatagram, d)
+			}
+			return err
+		}})
 	}
 	return steps
 }

@@ -21,6 +21,8 @@ type Pair struct {
 	A, B         *NS
 	AIf, BIf     string     // veth end in A and in B ("veth0")
 	AAddr, BAddr netip.Addr // 10.77.<k>.1 and 10.77.<k>.2, /24
+
+	links int // veth pairs added by AddLink
 }
 
 // NewPair creates two namespaces joined by a veth pair with addresses

@@ -1,0 +1,299 @@
+package bench
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/netns"
+)
+
+// DeployedTransports are the transports the deployed section measures:
+// all four ringfire processes get the transport's flags.
+var DeployedTransports = []string{"udp-unicast", "udp-multicast", "xdp-unicast", "xdp-multicast"}
+
+// DefaultWaits are the wait modes the deployed section measures by
+// default. "default" passes no flag to serve and mirror, "spin" passes
+// --spin, any other name X passes --wait X.
+var DefaultWaits = []string{"default", "spin"}
+
+// readyWait bounds a role's ready line and a serve's listening.
+const readyWait = 30 * time.Second
+
+// deployedNet is the deployed section's topology, made at its first
+// measurement: two namespaces, N1 (pair.A) and N2 (pair.B), joined by two
+// veth pairs, veth0 carrying A → A' and veth1 carrying B → B', so that
+// each interface end has one AF_XDP user as between real hosts; and a
+// launcher in each namespace.
+type deployedNet struct {
+	pair     *netns.Pair
+	back     netns.Link
+	n1, n2   *launcher
+	ringfire string // the ringfire binary
+	self     string // this binary, for the roles
+	built    string // temporary directory of a ringfire built here
+}
+
+func (r *rig) deployedNet(cfg *Config) (*deployedNet, error) {
+	if r.dep != nil {
+		return r.dep, nil
+	}
+	d := &deployedNet{}
+	var err error
+	if d.self, err = os.Executable(); err != nil {
+		return nil, err
+	}
+	if d.ringfire, d.built, err = findRingfire(cfg.Ringfire, d.self); err != nil {
+		return nil, err
+	}
+	if d.pair, err = r.owner.NewPair(); err != nil {
+		d.close()
+		return nil, err
+	}
+	if d.back, err = d.pair.AddLink(); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.n1, d.n2 = newLauncher(d.pair.A), newLauncher(d.pair.B)
+	r.dep = d
+	return d, nil
+}
+
+func (d *deployedNet) close() {
+	for _, l := range []*launcher{d.n1, d.n2} {
+		if l != nil {
+			l.close()
+		}
+	}
+	if d.built != "" {
+		os.RemoveAll(d.built)
+	}
+}
+
+// hop is one replication hop: a ring served from one namespace and
+// mirrored into the other over one link.
+type hop struct {
+	from, to   *launcher
+	fromNS     *netns.NS
+	src, dst   netip.Addr // serve's and mirror's addresses
+	ifname     string     // the link's interface, in both namespaces
+	dir        int        // tells apart the ports and groups of the hops
+	ring, copy string     // the served ring and the mirror ring
+}
+
+func (h hop) bind() netip.AddrPort { return netip.AddrPortFrom(h.src, uint16(7400+h.dir)) }
+
+// procSet is the processes of one measurement.
+type procSet []*proc
+
+func (ps *procSet) start(l *launcher, role string, argv, env []string, lines bool) (*proc, error) {
+	p, err := startProc(l, role, argv, env, lines)
+	if err == nil {
+		*ps = append(*ps, p)
+	}
+	return p, err
+}
+
+// role starts a role of this binary.
+func (ps *procSet) role(d *deployedNet, l *launcher, name string, s roleSpec) (*proc, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	return ps.start(l, name, []string{d.self}, []string{roleEnv + "=" + string(b)}, true)
+}
+
+// roleReady starts a role that says ready and waits until it has.
+func (ps *procSet) roleReady(d *deployedNet, l *launcher, name string, s roleSpec) (*proc, error) {
+	p, err := ps.role(d, l, name, s)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.expect(lineReady, readyWait); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// stopAll stops every process, last started first.
+func (ps procSet) stopAll() error {
+	var errs []error
+	for i := len(ps) - 1; i >= 0; i-- {
+		errs = append(errs, ps[i].stop())
+	}
+	return errors.Join(errs...)
+}
+
+// deployed measures the ring-to-ring round trip over tr with wait mode
+// wait, every endpoint its own process: pinger → A → serve (N1) → mirror
+// (N2) → A' → echo → B → serve (N2) → mirror (N1) → B' → pinger.
+func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
+	d, err := r.deployedNet(cfg)
+	if err != nil {
+		return Deployed{}, err
+	}
+	dir, err := os.MkdirTemp(r.dir, "deployed-")
+	if err != nil {
+		return Deployed{}, err
+	}
+	defer os.RemoveAll(dir)
+	p, q := d.pair, d.back
+	out := hop{from: d.n1, to: d.n2, fromNS: p.A, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, dir: 0,
+		ring: filepath.Join(dir, "A"), copy: filepath.Join(dir, "A-mirror")}
+	back := hop{from: d.n2, to: d.n1, fromNS: p.B, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, dir: 1,
+		ring: filepath.Join(dir, "B"), copy: filepath.Join(dir, "B-mirror")}
+	var ps procSet
+	defer func() { ps.stopAll() }() // ps as it is at return
+	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
+	ping, echo := spec, spec
+	ping.Role, ping.Ring, ping.Read = roleRingPinger, out.ring, back.copy
+	echo.Role, echo.Ring, echo.Read = roleRingEcho, back.ring, out.copy
+	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
+	if err != nil {
+		return Deployed{}, err
+	}
+	if err := ps.serve(d, out, tr, wait, "serve A"); err != nil {
+		return Deployed{}, err
+	}
+	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
+		return Deployed{}, err
+	}
+	if err := ps.serve(d, back, tr, wait, "serve B"); err != nil {
+		return Deployed{}, err
+	}
+	if _, err := ps.start(out.to, "mirror A'", mirrorArgs(d.ringfire, out, tr, wait), nil, false); err != nil {
+		return Deployed{}, err
+	}
+	if _, err := ps.start(back.to, "mirror B'", mirrorArgs(d.ringfire, back, tr, wait), nil, false); err != nil {
+		return Deployed{}, err
+	}
+	res, err := ps.measure(pinger, cfg)
+	res.Transport, res.Wait = tr, wait
+	return res, err
+}
+
+// serve starts a ringfire serve of h and waits until it listens.
+func (ps *procSet) serve(d *deployedNet, h hop, tr, wait, role string) error {
+	p, err := ps.start(h.from, role, serveArgs(d.ringfire, h, tr, wait), nil, false)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(readyWait)
+	for {
+		ok, err := listening(h.fromNS, h.bind())
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			return nil
+		}
+		if err := p.alive(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return p.failed(fmt.Sprintf("not listening on %v within %v", h.bind(), readyWait))
+		}
+		time.Sleep(time.Millisecond) // polling the listen table, bounded by the deadline
+	}
+}
+
+// deployedDatagram measures one datagram from N1 to an echo process in
+// N2 and back over veth0, both processes waiting in style.
+func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
+	d, err := r.deployedNet(cfg)
+	if err != nil {
+		return Deployed{}, err
+	}
+	a := netip.AddrPortFrom(d.pair.AAddr, 7701).String()
+	b := netip.AddrPortFrom(d.pair.BAddr, 7701).String()
+	var ps procSet
+	defer func() { ps.stopAll() }() // ps as it is at return
+	spec := roleSpec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
+	ping, echo := spec, spec
+	ping.Role, ping.Local, ping.Peer = roleDgramPinger, a, b
+	echo.Role, echo.Local, echo.Peer = roleDgramEcho, b, a
+	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
+		return Deployed{}, err
+	}
+	pinger, err := ps.role(d, d.n1, "pinger", ping)
+	if err != nil {
+		return Deployed{}, err
+	}
+	res, err := ps.measure(pinger, cfg)
+	res.Transport, res.Wait = "udp", style
+	return res, err
+}
+
+// measure waits for the pinger's warm-up, takes the CPU times of every
+// process, waits for the pinger's result and takes them again.
+func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
+	// The pinger bounds its warm-up and samples in time, and each round
+	// trip; these bounds are the parent's, a little wider.
+	if _, err := pinger.expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
+		return Deployed{}, ps.explain(err)
+	}
+	before, err := ps.cpuTimes()
+	if err != nil {
+		return Deployed{}, err
+	}
+	start := time.Now()
+	line, err := pinger.expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
+	if err != nil {
+		return Deployed{}, ps.explain(err)
+	}
+	wall := time.Since(start)
+	after, err := ps.cpuTimes()
+	if err != nil {
+		return Deployed{}, err
+	}
+	res := Deployed{Measured: Duration(wall)}
+	if err := json.Unmarshal([]byte(line), &res.Lat); err != nil {
+		return Deployed{}, fmt.Errorf("bench: pinger result %q: %w", line, err)
+	}
+	for i, p := range ps {
+		used := (after[i] - before[i]).Seconds()
+		res.CPU = append(res.CPU, ProcCPU{Role: p.role, Pid: p.cmd.Process.Pid, Seconds: used, PerSec: used / wall.Seconds()})
+	}
+	return res, nil
+}
+
+// cpuTimes reads the CPU time of every process.
+func (ps procSet) cpuTimes() ([]time.Duration, error) {
+	ts := make([]time.Duration, len(ps))
+	for i, p := range ps {
+		t, err := cpuTime(p.cmd.Process.Pid)
+		if err != nil {
+			return nil, errors.Join(fmt.Errorf("bench: CPU time of %s: %w", p.role, err), p.alive())
+		}
+		ts[i] = t
+	}
+	return ts, nil
+}
+
+// explain adds to a pinger's failure why other processes had exited, and
+// the counters of the ringfire ones still running, which print them when
+// asked to stop (SIGTERM; bounded by termWait).
+func (ps procSet) explain(err error) error {
+	errs := []error{err}
+	for _, p := range ps {
+		if perr := p.alive(); perr != nil {
+			errs = append(errs, perr)
+			continue
+		}
+		if p.lines == nil && p.terminate() {
+			errs = append(errs, fmt.Errorf("%s said: %s", p.role, lastLines(p.out.String(), 6)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// lastLines is the last n lines of s, joined by " | ".
+func lastLines(s string, n int) string {
+	ls := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(ls[max(0, len(ls)-n):], " | ")
+}

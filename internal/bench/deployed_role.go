@@ -1,0 +1,156 @@
+package bench
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// roleEnv names the environment variable that makes this binary a role
+// of a deployed measurement instead of the command: its value is the
+// roleSpec as JSON.
+const roleEnv = "RINGFIRE_BENCH_ROLE"
+
+// The roles, each a process of its own.
+const (
+	roleRingPinger  = "ring-pinger"  // pushes into ring A, reads B', times the round trip
+	roleRingEcho    = "ring-echo"    // copies A' into ring B
+	roleDgramPinger = "dgram-pinger" // one datagram to the echo and back, timed
+	roleDgramEcho   = "dgram-echo"   // sends every datagram back
+)
+
+// roleSpec is what a role process is told.
+type roleSpec struct {
+	Role    string   `json:"role"`
+	Ring    string   `json:"ring,omitempty"` // the ring it creates
+	Read    string   `json:"read,omitempty"` // the ring it reads
+	Wait    string   `json:"wait"`           // ring roles: a bench wait name; datagram roles: a style
+	Record  int      `json:"record"`
+	WarmUp  int      `json:"warm_up,omitempty"`
+	Samples int      `json:"samples,omitempty"`
+	Limit   Duration `json:"limit,omitempty"` // a pinger's bound on the time of its samples
+	Local   string   `json:"local,omitempty"` // datagram roles: address to bind
+	Peer    string   `json:"peer,omitempty"`  // datagram roles: address to connect to
+}
+
+// The lines a role writes on stdout, in order: ready once what it creates
+// exists (its ring, its socket); a pinger then measuring after its
+// warm-up and result with the percentiles as JSON after its samples.
+// Every role then waits for stdin to close and exits.
+const (
+	lineReady     = "ready"
+	lineMeasuring = "measuring"
+	lineResult    = "result "
+)
+
+// Role returns the hidden role this process was started for (by the
+// deployed section, which re-executes the running binary), if any. The
+// binary calls it before anything else and, when ok, runs it with its
+// standard input and output instead of the command; run returns when the
+// role is done or failed.
+func Role() (run func(stdin io.Reader, stdout io.Writer) error, ok bool) {
+	v := os.Getenv(roleEnv)
+	if v == "" {
+		return nil, false
+	}
+	return func(stdin io.Reader, stdout io.Writer) error {
+		var s roleSpec
+		if err := json.Unmarshal([]byte(v), &s); err != nil {
+			return fmt.Errorf("bench: %s: %w", roleEnv, err)
+		}
+		return s.run(stdin, stdout)
+	}, true
+}
+
+func (s roleSpec) run(stdin io.Reader, stdout io.Writer) error {
+	gone := watchStdin(stdin)
+	out := bufio.NewWriter(stdout)
+	var err error
+	switch s.Role {
+	case roleRingPinger:
+		err = ringPinger(s, out, gone)
+	case roleRingEcho:
+		err = ringEcho(s, out, gone)
+	case roleDgramPinger:
+		err = dgramPinger(s, out, gone)
+	case roleDgramEcho:
+		err = dgramEcho(s, out, gone)
+	default:
+		err = fmt.Errorf("bench: unknown role %q", s.Role)
+	}
+	if ferr := out.Flush(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+// watchStdin returns a channel closed when stdin reaches its end: the
+// parent closed it (or died).
+func watchStdin(stdin io.Reader) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		io.Copy(io.Discard, stdin)
+		close(gone)
+	}()
+	return gone
+}
+
+// say writes one protocol line and flushes it.
+func say(out *bufio.Writer, line string) error {
+	out.WriteString(line + "\n")
+	return out.Flush()
+}
+
+// warmUpMax bounds a pinger's warm-up in time, whatever its count.
+const warmUpMax = 10 * time.Second
+
+// roleLimit bounds how long a role waits for the parent to close stdin
+// once it has reported.
+const roleLimit = time.Minute
+
+// pingLoop is a pinger's run: WarmUp round trips (at most warmUpMax of
+// them), then Samples timed ones (at most Limit of them) recorded in a
+// histogram, reported as result. ping does one round trip; first is true
+// for the very first (paths still being set up).
+func pingLoop(s roleSpec, out *bufio.Writer, gone <-chan struct{}, ping func(first bool) (time.Duration, error)) error {
+	start := time.Now()
+	for i := 0; i < s.WarmUp && (i == 0 || time.Since(start) < warmUpMax); i++ {
+		if _, err := ping(i == 0); err != nil {
+			return fmt.Errorf("warm-up round trip %d: %w", i, err)
+		}
+	}
+	if err := say(out, lineMeasuring); err != nil {
+		return err
+	}
+	h := newHist()
+	end := time.Now().Add(time.Duration(s.Limit))
+	for i := 0; i < s.Samples && (i == 0 || time.Now().Before(end)); i++ {
+		d, err := ping(i == 0 && s.WarmUp == 0)
+		if err != nil {
+			return fmt.Errorf("round trip %d: %w", i, err)
+		}
+		h.record(d)
+	}
+	b, err := json.Marshal(h.percentiles())
+	if err != nil {
+		return err
+	}
+	if err := say(out, lineResult+string(b)); err != nil {
+		return err
+	}
+	return awaitGone(gone)
+}
+
+// awaitGone waits (bounded) for the parent to close stdin.
+func awaitGone(gone <-chan struct{}) error {
+	select {
+	case <-gone:
+		return nil
+	case <-time.After(roleLimit):
+		return errors.New("bench: parent did not close stdin within " + roleLimit.String())
+	}
+}

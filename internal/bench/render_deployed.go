@@ -1,0 +1,91 @@
+package bench
+
+import "strings"
+
+// The deployed section's tables: the ring-to-ring round trips with their
+// ratios to the datagram alone (same waiting) and of AF_XDP to kernel UDP
+// (same wait mode, same addressing), the datagram alone, and the CPU of
+// every process.
+
+// datagramStyleOf is the datagram-alone style a wait mode is compared
+// with: what serve and mirror wait in with that mode. Today's default
+// parks in Go's netpoller; adaptive ends in blocking.
+func datagramStyleOf(wait string) string {
+	switch wait {
+	case "default":
+		return "netpoller"
+	case "adaptive":
+		return "block"
+	}
+	return wait
+}
+
+// deployedRoles are the CPU table's columns, in the order of the loop.
+var deployedRoles = []string{"pinger", "serve A", "mirror A'", "echo", "serve B", "mirror B'"}
+
+func (r *Report) deployedTable() table {
+	t := table{title: "deployed: ring to ring round trip, every endpoint its own process (µs)", header: []string{
+		"transport", "wait", "samples", "p50", "p90", "p99", "p99.9", "max",
+		"vs datagram", "p50 ÷ dgram", "p99 ÷ dgram", "p50 ÷ udp", "p99 ÷ udp"}}
+	for _, d := range r.Deployed {
+		p := d.Lat
+		row := []string{d.Transport, d.Wait, fmtCount(uint64(max(p.Samples, 0))),
+			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max)}
+		style := datagramStyleOf(d.Wait)
+		g, ok := findDeployed(r.DeployedDatagram, "udp", style)
+		if !ok {
+			style = dash
+		}
+		row = append(row, style, fmtRatio(p.P50, g.Lat.P50), fmtRatio(p.P99, g.Lat.P99))
+		var u Deployed
+		if kind, isXDP := strings.CutPrefix(d.Transport, "xdp-"); isXDP {
+			u, _ = findDeployed(r.Deployed, "udp-"+kind, d.Wait)
+		}
+		row = append(row, fmtRatio(p.P50, u.Lat.P50), fmtRatio(p.P99, u.Lat.P99))
+		t.rows = append(t.rows, row)
+	}
+	return t
+}
+
+func findDeployed(ds []Deployed, tr, wait string) (Deployed, bool) {
+	for _, d := range ds {
+		if d.Transport == tr && d.Wait == wait {
+			return d, true
+		}
+	}
+	return Deployed{}, false
+}
+
+func (r *Report) deployedDatagramTable() table {
+	t := table{title: "deployed: datagram alone, two processes over the same veth (µs)", header: []string{
+		"waiting", "samples", "p50", "p90", "p99", "p99.9", "max"}}
+	for _, d := range r.DeployedDatagram {
+		p := d.Lat
+		t.rows = append(t.rows, []string{d.Wait, fmtCount(uint64(max(p.Samples, 0))),
+			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max)})
+	}
+	return t
+}
+
+// deployedCPUTable tabulates the cores each process used per second of
+// its measurement, and their sum.
+func (r *Report) deployedCPUTable() table {
+	t := table{title: "deployed: CPU per second of measurement (cores)",
+		header: append(append([]string{"transport", "wait"}, deployedRoles...), "total")}
+	for _, d := range append(append([]Deployed(nil), r.Deployed...), r.DeployedDatagram...) {
+		row := []string{d.Transport, d.Wait}
+		var total float64
+		for _, role := range deployedRoles {
+			cell := dash
+			for _, c := range d.CPU {
+				if c.Role == role {
+					cell = fmtCores(c.PerSec)
+					total += c.PerSec
+				}
+			}
+			row = append(row, cell)
+		}
+		t.rows = append(t.rows, append(row, fmtCores(total)))
+	}
+	return t
+}
