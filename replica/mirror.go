@@ -86,9 +86,10 @@ type Mirror struct {
 	lastPublic time.Time
 	id         uint64 // identity reported in STATUS
 
-	// Run's waiting (mirror_wait.go), made by Run's first call: the
-	// Waker and the Idler live as long as the mirror; pollable says the
-	// connection's transport is watched by the Idler.
+	// Run's waiting (mirror_wait.go): the Waker and the Idler, made by
+	// NewMirror, live as long as the mirror (Close closes the Waker);
+	// pollable says the connection's transport is watched by the Idler
+	// (written by Connect, read by Run's goroutine, which calls it).
 	waker    *idle.Waker
 	idler    *idle.Idler
 	pollable bool
@@ -127,6 +128,9 @@ func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 		return nil, err
 	}
 	m := &Mirror{cfg: cfg, msgs: make([]Message, stepLimit), bufs: make([][]byte, stepLimit)}
+	if err := m.newWaiting(); err != nil {
+		return nil, err
+	}
 	m.initTelemetry()
 	for i := range m.bufs {
 		m.bufs[i] = make([]byte, MaxMTU)
@@ -163,9 +167,7 @@ func (m *Mirror) Close() error {
 		err = m.ring.close()
 		m.ring = nil
 	}
-	if m.waker != nil { // a late notification (Run's ctx) finds it closed and does nothing
-		m.waker.Close()
-	}
+	m.waker.Close() // a late notification (Run's ctx) finds it closed and does nothing
 	m.publishStats(time.Now())
 	return err
 }

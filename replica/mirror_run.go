@@ -17,9 +17,6 @@ func (m *Mirror) Run(ctx context.Context) error {
 	if unlock, err := idle.LockThread(m.cfg.Pin.cpu()); err == nil { // NewMirror checked the CPU
 		defer unlock()
 	}
-	if err := m.startWaking(); err != nil {
-		return err
-	}
 	defer context.AfterFunc(ctx, m.waker.Notify)()
 	for ctx.Err() == nil {
 		if m.c == nil {

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
@@ -23,40 +24,27 @@ import (
 // refreshes its statistics and looks again.
 const idleBound = 100 * time.Millisecond
 
-// startWaking makes the Waker of Run's loop (once per mirror; Close closes
-// it, and a mirror is not run again after Close).
-func (m *Mirror) startWaking() error {
-	if m.waker != nil {
-		return nil
-	}
+// newWaiting makes the Waker and the Idler of Run's loop (NewMirror):
+// fixed for the mirror's life, so the TCP reader and the transports may
+// notify from the first connection on, whether or not Run drives it.
+func (m *Mirror) newWaiting() error {
 	w, err := idle.NewWaker()
 	if err != nil {
-		return err
+		return fmt.Errorf("replica: mirror: %w", err)
 	}
 	m.waker = w
 	m.idler = idle.NewIdler(idle.Strategy{Mode: m.cfg.Wait}, w)
-	if m.c != nil { // connected before Run (Connect, then Run)
-		m.watch(m.c)
-	}
 	return nil
 }
 
-// notify is what wakes Run's loop: the Waker's Notify, or nothing when
-// the mirror is driven by Step (no Waker).
-func (m *Mirror) notify() {
-	if m.waker != nil {
-		m.waker.Notify()
-	}
-}
+// notify wakes Run's loop (a no-op while it does not sleep).
+func (m *Mirror) notify() { m.waker.Notify() }
 
 // watch points Run's waiting at connection c: its transport's descriptors
 // (none without datagrams), or, for a transport that is not Pollable,
 // nothing: steps then wait in RecvBatch (pollable false).
 func (m *Mirror) watch(c *conn) {
 	m.pollable = true
-	if m.idler == nil {
-		return
-	}
 	if c.udp == nil {
 		m.idler.Watch()
 		return
@@ -92,7 +80,7 @@ func (m *Mirror) nextDue(c *conn, now time.Time) time.Duration {
 // idleRound is one round of Run's loop on connection c: step without
 // waiting, then, if nothing came, wait as the strategy says.
 func (m *Mirror) idleRound(c *conn) error {
-	if m.idler == nil || !m.pollable {
+	if !m.pollable {
 		_, err := m.step(m.legacyWait())
 		return err
 	}

@@ -2,13 +2,13 @@ package replica
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
+	"sync"
+	"sync/atomic"
 	"syscall"
-	"time"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
@@ -39,22 +39,29 @@ type UDPConfig struct {
 	SocketBuffer int
 }
 
-// UDP is the kernel UDP transport: sendmmsg and recvmmsg on one socket
-// registered with Go's poller. x/net/ipv4 sets the multicast options; the
-// batch calls are our own (udp_unsafe.go) because ipv4.PacketConn.ReadBatch
-// allocates a net.UDPAddr per datagram and cannot poll without parking.
+// UDP is the kernel UDP transport: sendmmsg and recvmmsg on one
+// non-blocking socket. The socket is made and configured through package
+// net (x/net/ipv4 sets the multicast options), then taken out of Go's
+// poller: every datagram and every freed send buffer would otherwise wake
+// the poller's thread, for nobody. Waits are ppoll(2) on the socket (a
+// blocked RecvBatch or a full send buffer), or the caller's own (Pollable).
+// The batch calls are our own (udp_unsafe.go) because
+// ipv4.PacketConn.ReadBatch allocates a net.UDPAddr per datagram.
 type UDP struct {
-	conn *net.UDPConn
-	raw  syscall.RawConn
+	f  *os.File // owns the socket
+	fd int
+	// closed is set by Close (Store) before it shuts the socket down, which
+	// wakes calls in ppoll; they and later calls then return ErrClosed.
+	closed atomic.Bool
+	// inUse is held shared by every call for its system calls, and
+	// exclusively by Close while it closes the descriptor: a call never
+	// meets a descriptor number that was closed and reused.
+	inUse sync.RWMutex
 	// Sending and receiving may run in two goroutines: one set of kernel
 	// structures each.
 	smm, rmm *mmsg
 	addr     netip.AddrPort
-	fd       int // the socket, for PollFDs; owned by conn
 	rcv, snd int // buffer sizes the kernel granted (getsockopt)
-	// deadlineSet records that a read deadline is set and must be cleared
-	// before a read without one.
-	deadlineSet bool
 }
 
 // NewUDP opens a kernel UDP transport.
@@ -80,29 +87,39 @@ func NewUDP(cfg UDPConfig) (*UDP, error) {
 		return nil, fmt.Errorf("udp: listen %v: %w", cfg.Bind, err)
 	}
 	conn := pc.(*net.UDPConn)
-	u := &UDP{conn: conn, smm: newMmsg(cfg.Batch), rmm: newMmsg(cfg.Batch)}
-	if u.raw, err = conn.SyscallConn(); err != nil {
-		conn.Close()
-		return nil, err
-	}
+	u := &UDP{smm: newMmsg(cfg.Batch), rmm: newMmsg(cfg.Batch)}
 	u.addr = conn.LocalAddr().(*net.UDPAddr).AddrPort()
-	u.raw.Control(func(fd uintptr) { u.fd = int(fd) })
-	if err := u.configure(cfg); err != nil {
-		conn.Close()
-		return nil, err
+	err = u.configure(conn, cfg)
+	if err == nil {
+		u.f, err = conn.File() // a duplicate, outside Go's poller once conn is closed
+	}
+	conn.Close()
+	if err != nil {
+		return nil, fmt.Errorf("udp: %v: %w", cfg.Bind, err)
+	}
+	u.fd = int(u.f.Fd())
+	if err := unix.SetNonblock(u.fd, true); err != nil {
+		u.f.Close()
+		return nil, fmt.Errorf("udp: %v: %w", cfg.Bind, os.NewSyscallError("fcntl O_NONBLOCK", err))
 	}
 	return u, nil
 }
 
-func (u *UDP) configure(cfg UDPConfig) error {
-	if cfg.SocketBuffer > 0 {
-		u.rcv = setBuffer(u.fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.SocketBuffer)
-		u.snd = setBuffer(u.fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SocketBuffer)
-	} else {
-		u.rcv, _ = unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_RCVBUF)
-		u.snd, _ = unix.GetsockoptInt(u.fd, unix.SOL_SOCKET, unix.SO_SNDBUF)
+func (u *UDP) configure(conn *net.UDPConn, cfg UDPConfig) error {
+	raw, err := conn.SyscallConn()
+	if err != nil {
+		return err
 	}
-	p := ipv4.NewPacketConn(u.conn)
+	raw.Control(func(fd uintptr) {
+		if cfg.SocketBuffer > 0 {
+			u.rcv = setBuffer(int(fd), unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, cfg.SocketBuffer)
+			u.snd = setBuffer(int(fd), unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, cfg.SocketBuffer)
+		} else {
+			u.rcv, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_RCVBUF)
+			u.snd, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF)
+		}
+	})
+	p := ipv4.NewPacketConn(conn)
 	var ifi *net.Interface
 	if cfg.Iface.IsValid() && !cfg.Iface.IsUnspecified() {
 		var err error
@@ -174,73 +191,6 @@ func (u *UDP) PollFDs() []int { return []int{u.fd} }
 
 // OnArrival does nothing: every datagram makes the socket readable.
 func (u *UDP) OnArrival(func()) {}
-
-// SendBatch sends the messages with sendmmsg, in chunks of the batch size.
-func (u *UDP) SendBatch(ms []Message) (int, error) {
-	sent := 0
-	for sent < len(ms) {
-		n, err := u.sendChunk(ms[sent:])
-		sent += n
-		if err != nil {
-			return sent, err
-		}
-	}
-	return sent, nil
-}
-
-func (u *UDP) sendChunk(ms []Message) (int, error) {
-	ms = ms[:min(len(ms), u.smm.cap())]
-	u.smm.n = u.smm.packSend(ms)
-	err := u.raw.Write(u.smm.sendFn)
-	sent, serr := u.smm.got, u.smm.err
-	switch {
-	case err != nil:
-		return 0, mapNetErr(err)
-	case serr != nil:
-		return max(sent, 0), os.NewSyscallError("sendmmsg", serr)
-	}
-	return sent, nil
-}
-
-// RecvBatch receives with recvmmsg (see Transport).
-func (u *UDP) RecvBatch(ms []Message, wait time.Duration) (int, error) {
-	ms = ms[:min(len(ms), u.rmm.cap())]
-	u.rmm.n, u.rmm.poll = u.rmm.packRecv(ms), wait == 0
-	switch {
-	case wait > 0:
-		if err := u.conn.SetReadDeadline(time.Now().Add(wait)); err != nil {
-			return 0, mapNetErr(err)
-		}
-		u.deadlineSet = true
-	case u.deadlineSet: // a past deadline would fail the read before it starts
-		u.conn.SetReadDeadline(time.Time{})
-		u.deadlineSet = false
-	}
-	err := u.raw.Read(u.rmm.recvFn)
-	got, rerr := u.rmm.got, u.rmm.err
-	switch {
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		return 0, nil
-	case err != nil:
-		return 0, mapNetErr(err)
-	case rerr == unix.EAGAIN:
-		return 0, nil
-	case rerr != nil:
-		return 0, os.NewSyscallError("recvmmsg", rerr)
-	}
-	u.rmm.unpackRecv(ms[:got])
-	return got, nil
-}
-
-// Close closes the socket.
-func (u *UDP) Close() error { return u.conn.Close() }
-
-func mapNetErr(err error) error {
-	if errors.Is(err, net.ErrClosed) {
-		return ErrClosed
-	}
-	return err
-}
 
 // InterfaceAddr returns the first IPv4 address of the named interface.
 func InterfaceAddr(name string) (netip.Addr, error) {

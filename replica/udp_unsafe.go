@@ -13,28 +13,10 @@ type mmsg struct {
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
 	names []unix.RawSockaddrInet4
-
-	// The raw-conn callbacks and their arguments and results, bound once:
-	// a closure built per call escapes (RawConn is an interface) and
-	// allocates three times.
-	n              int  // messages packed
-	poll           bool // recv: do not wait for readiness
-	got            int
-	err            error
-	sendFn, recvFn func(fd uintptr) bool
 }
 
 func newMmsg(n int) *mmsg {
-	m := &mmsg{hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), names: make([]unix.RawSockaddrInet4, n)}
-	m.sendFn = func(fd uintptr) bool {
-		m.got, m.err = m.sendmmsg(fd, m.n)
-		return m.err != unix.EAGAIN
-	}
-	m.recvFn = func(fd uintptr) bool {
-		m.got, m.err = m.recvmmsg(fd, m.n)
-		return m.poll || m.err != unix.EAGAIN
-	}
-	return m
+	return &mmsg{hdrs: make([]unix.Mmsghdr, n), iovs: make([]unix.Iovec, n), names: make([]unix.RawSockaddrInet4, n)}
 }
 
 func (m *mmsg) cap() int { return len(m.hdrs) }
@@ -76,16 +58,16 @@ func (m *mmsg) unpackRecv(ms []Message) {
 	}
 }
 
-func (m *mmsg) sendmmsg(fd uintptr, n int) (int, error) {
-	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&m.hdrs[0])), uintptr(n), unix.MSG_DONTWAIT, 0, 0)
+func (m *mmsg) sendmmsg(fd int, n int) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&m.hdrs[0])), uintptr(n), unix.MSG_DONTWAIT, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
 	return int(r), nil
 }
 
-func (m *mmsg) recvmmsg(fd uintptr, n int) (int, error) {
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&m.hdrs[0])), uintptr(n), unix.MSG_DONTWAIT, 0, 0)
+func (m *mmsg) recvmmsg(fd int, n int) (int, error) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&m.hdrs[0])), uintptr(n), unix.MSG_DONTWAIT, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
