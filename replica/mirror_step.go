@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -180,6 +181,7 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 		if err := m.ring.publish(); err != nil {
 			return k, err
 		}
+		trace.Stamp(trace.Published, m.ring.published)
 		if m.afterDatagram != nil {
 			m.afterDatagram(batchLast(ms[:k]))
 		}
@@ -201,6 +203,7 @@ func (m *Mirror) handleDatagram(b []byte) error {
 	}
 	switch h.Kind {
 	case wire.KindData:
+		trace.Stamp(trace.Recv, h.Seq)
 		p := b[wire.HeaderSize:]
 		if m.shape.CheckData(h, p) != nil {
 			m.stats.Malformed++

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
+	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 	"golang.org/x/sys/unix"
@@ -91,6 +92,9 @@ func (sn *sender) round(now time.Time) uint64 {
 		sn.pending = false
 		return sn.next
 	}
+	if sn.next <= w {
+		trace.Stamp(trace.Picked, sn.next)
+	}
 	nf := sn.build(now, w)
 	if nf > 0 {
 		sn.send(now, nf, dests)
@@ -162,6 +166,7 @@ func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
 	// behind a datagram of this batch while the batch is still going out,
 	// and a NAK is checked against what was sent.
 	storeMax(&s.lastSent, sn.next-1)
+	trace.Stamp(trace.Sending, sn.next-1)
 	n, err := s.udp.SendBatch(sn.msgs)
 	s.st.syscalls.Add(uint64((len(sn.msgs) + 63) / 64))
 	s.st.datagrams.Add(uint64(n))
@@ -170,6 +175,7 @@ func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
 		sn.next = sn.firsts[0]
 		return
 	}
+	trace.Stamp(trace.Sent, sn.next-1)
 	s.st.records.Add(sn.count)
 	s.st.frames.Add(uint64(nf))
 	sn.lastFlush, sn.lastSend, sn.hbEvery = now, now, udpHeartbeat

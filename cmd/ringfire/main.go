@@ -11,6 +11,7 @@ import (
 	"io"
 
 	"github.com/ringfire/ringfire/internal/cli"
+	"github.com/ringfire/ringfire/internal/trace"
 )
 
 // commands are ringfire's subcommands.
@@ -31,7 +32,10 @@ var program = &cli.Program{Name: "ringfire", Synopsis: "COMMAND PATH [flags]",
 
 func init() { program.Commands = commands }
 
-func main() { program.Main() }
+func main() {
+	trace.Start() // RINGFIRE_TRACE=DIR: serve and mirror stamp records for ringfire-bench
+	program.Main()
+}
 
 // exitCode reports err on stderr and maps it to the exit status: 0 for
 // success (or a help request), 2 for usage errors, 1 otherwise.

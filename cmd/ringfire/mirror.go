@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strconv"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica"
 )
 
@@ -84,6 +86,9 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	err = m.Run(ctx)
 	if cerr := m.Close(); err == nil {
 		err = cerr
+	}
+	if terr := trace.Flush("mirror-" + filepath.Base(pos[1])); err == nil {
+		err = terr
 	}
 	printMirrorStats(stdout, m.Stats(), asJSON)
 	return err

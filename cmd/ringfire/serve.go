@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -76,6 +78,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ctx, cancel := runContext(ctx, f.duration)
 	defer cancel()
+	defer trace.Flush("serve-" + filepath.Base(path))
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	var live liveServer
 	if f.metrics != "" {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/trace"
 )
 
 // launcher starts processes from one OS thread that stays in a namespace
@@ -185,6 +186,13 @@ func (p *proc) terminate() bool {
 func (p *proc) stop() error {
 	if p.stdin != nil {
 		p.stdin.Close()
+	}
+	if os.Getenv(trace.Env) != "" { // let it write its stamps: roles end when stdin closes, ringfire on SIGTERM
+		select {
+		case <-p.exited:
+		case <-time.After(termWait):
+			p.terminate()
+		}
 	}
 	syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/synth"
+	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -82,6 +83,7 @@ func ringPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
+	defer trace.Flush("pinger")
 	defer w.Close()
 	defer rd.Close()
 	rec, buf := make([]byte, s.Record), make([]byte, s.Record)
@@ -92,6 +94,7 @@ func ringPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 		if _, err := w.Push(rec); err != nil {
 			return 0, err
 		}
+		trace.Stamp(trace.Push, seq)
 		wait := echoWait
 		if first {
 			wait = firstEchoWait
@@ -120,6 +123,7 @@ func awaitEcho(rd *shm.Reader, buf []byte, seq uint64, base time.Time, deadline 
 		case err != nil:
 			return 0, fmt.Errorf("torn or corrupt echo: %w", err)
 		case got == seq:
+			trace.Stamp(trace.Read, seq)
 			return time.Since(base) - time.Duration(ts), nil
 		case got > seq:
 			return 0, fmt.Errorf("waiting for the echo of %d, got %d", seq, got)
@@ -133,6 +137,7 @@ func ringEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
+	defer trace.Flush("echo")
 	defer w.Close()
 	defer rd.Close()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -146,8 +151,11 @@ func ringEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 			}
 			return err
 		}
-		if _, err := w.Push(buf); err != nil {
+		trace.Stamp(trace.Read, rd.Seq())
+		seq, err := w.Push(buf)
+		if err != nil {
 			return err
 		}
+		trace.Stamp(trace.Push, seq)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/trace"
 )
 
 // roleEnv names the environment variable that makes this binary a role
@@ -58,6 +60,7 @@ func Role() (run func(stdin io.Reader, stdout io.Writer) error, ok bool) {
 		return nil, false
 	}
 	return func(stdin io.Reader, stdout io.Writer) error {
+		trace.Start()
 		var s roleSpec
 		if err := json.Unmarshal([]byte(v), &s); err != nil {
 			return fmt.Errorf("bench: %s: %w", roleEnv, err)
