@@ -63,7 +63,7 @@ type benchFlags struct {
 	record, warmUp, samples             int
 	pingpong, stress, stages, deployed  time.Duration
 	out                                 string
-	json, quick                         bool
+	json, quick, trace                  bool
 }
 
 // run is the command with its arguments (after the program name).
@@ -87,6 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.out, "out", "", "write bench.json, bench.md and the SVG charts into `dir`")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")
+	fs.BoolVar(&f.trace, "trace", false, "deployed: every process stamps the records; report the round trip hop by hop")
 	if _, err := cli.ParseArgs(name, fs, args, 0); err != nil {
 		return cli.HelpOr(err)
 	}
@@ -107,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	cfg := bench.Config{Record: f.record, PingPong: f.pingpong, Stress: f.stress, Stages: f.stages, Progress: progress,
-		WarmUp: f.warmUp, Samples: f.samples, DeployedFor: f.deployed, Ringfire: f.ringfire}
+		WarmUp: f.warmUp, Samples: f.samples, DeployedFor: f.deployed, Ringfire: f.ringfire, Trace: f.trace}
 	if f.warmUp <= 0 || f.samples <= 0 || f.deployed <= 0 {
 		return cfg, usagef("--warmup, --samples and --deployed-for must be positive")
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/trace"
 )
 
 // DeployedTransports are the transports the deployed section measures:
@@ -149,6 +150,15 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 		ring: filepath.Join(dir, "B"), copy: filepath.Join(dir, "B-mirror")}
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
+	traceDir := ""
+	if cfg.Trace { // the processes inherit the environment
+		traceDir = filepath.Join(dir, "trace")
+		if err := os.Mkdir(traceDir, 0o755); err != nil {
+			return Deployed{}, err
+		}
+		os.Setenv(trace.Env, traceDir)
+		defer os.Unsetenv(trace.Env)
+	}
 	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, ping.Ring, ping.Read = roleRingPinger, out.ring, back.copy
@@ -174,6 +184,12 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 	}
 	res, err := ps.measure(pinger, cfg)
 	res.Transport, res.Wait = tr, wait
+	if err == nil && traceDir != "" {
+		if err = ps.stopAll(); err == nil { // they write their stamps as they stop
+			res.Hops, err = traceHops(traceDir, cfg.WarmUp)
+		}
+		ps = nil
+	}
 	return res, err
 }
 

@@ -3,8 +3,10 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -158,5 +160,42 @@ func TestLastLines(t *testing.T) {
 	}
 	if got := lastLines("only", 6); got != "only" {
 		t.Errorf("lastLines = %q, want %q", got, "only")
+	}
+}
+
+// traceHops pairs the stamps of the six processes by sequence and
+// measures every leg, leaving out the warm-up and incomplete records.
+func TestTraceHops(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]*strings.Builder{}
+	for i, st := range traceChain {
+		b := files[st.file]
+		if b == nil {
+			b = new(strings.Builder)
+			files[st.file] = b
+		}
+		for seq := 1; seq <= 3; seq++ {
+			if seq == 3 && i == 5 {
+				continue // record 3 never reached this stage
+			}
+			fmt.Fprintf(b, "%s %d %d\n", st.stage, seq, 1000*seq+10*i*seq)
+		}
+	}
+	for name, b := range files {
+		if err := os.WriteFile(filepath.Join(dir, name+"-1.trace"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hops, err := traceHops(dir, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hops) != len(traceChain)-1 || hops[0].From != "pinger push" || hops[len(hops)-1].To != "pinger read" {
+		t.Fatalf("hops %+v", hops)
+	}
+	for _, h := range hops {
+		if h.Lat.Samples != 1 || h.Lat.P50 < 0.019 || h.Lat.P50 > 0.021 { // only record 2: 20 ns (0.02 µs) a leg
+			t.Errorf("%s → %s: %+v, want one sample of 20 ns", h.From, h.To, h.Lat)
+		}
 	}
 }

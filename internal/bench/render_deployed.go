@@ -89,3 +89,15 @@ func (r *Report) deployedCPUTable() table {
 	}
 	return t
 }
+
+// deployedHopsTable is the round trip hop by hop (ringfire-bench --trace).
+func (r *Report) deployedHopsTable() table {
+	t := table{title: "deployed: where the round trip goes, stamp to stamp (µs; --trace)", header: []string{
+		"transport", "wait", "from", "to", "p50", "p90", "p99"}}
+	for _, d := range r.Deployed {
+		for _, h := range d.Hops {
+			t.rows = append(t.rows, []string{d.Transport, d.Wait, h.From, h.To, fmtUS(h.Lat.P50), fmtUS(h.Lat.P90), fmtUS(h.Lat.P99)})
+		}
+	}
+	return t
+}

@@ -27,6 +27,7 @@ func (r *Report) tables() []table {
 		r.deployedTable(),
 		r.deployedDatagramTable(),
 		r.deployedCPUTable(),
+		r.deployedHopsTable(),
 	}
 	var out []table
 	for _, t := range all {

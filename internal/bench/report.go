@@ -123,8 +123,9 @@ type Deployed struct {
 	Transport string      `json:"transport"` // a ring transport, or "udp" for the datagram alone
 	Wait      string      `json:"wait"`      // the wait mode, or the datagram waiting style
 	Lat       Percentiles `json:"round_trip"`
-	Measured  Duration    `json:"measured"` // wall time of the samples
-	CPU       []ProcCPU   `json:"cpu"`      // one per process
+	Measured  Duration    `json:"measured"`       // wall time of the samples
+	CPU       []ProcCPU   `json:"cpu"`            // one per process
+	Hops      []Hop       `json:"hops,omitempty"` // with Config.Trace: where the round trip went
 }
 
 // ProcCPU is the CPU one process used during a measurement.

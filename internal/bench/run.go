@@ -34,6 +34,9 @@ type Config struct {
 	WarmUp, Samples int
 	DeployedFor     time.Duration
 	Ringfire        string
+	// Trace has every deployed process stamp the records (RINGFIRE_TRACE)
+	// and reports the round trip hop by hop (Deployed.Hops).
+	Trace bool
 }
 
 // DefaultRates is the default sweep, records/s.
