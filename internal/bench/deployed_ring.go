@@ -24,15 +24,18 @@ const (
 )
 
 // roleWait is how a pinger or echo waits on its ring for a bench wait
-// name, matching what serve and mirror do: spin busy-polls, yield polls
-// with sched_yield between polls, the others (default, block, adaptive)
-// sleep on the ring's futex after a few polls.
+// name, matching what serve's sender does: spin busy-polls, yield polls
+// with sched_yield between polls, adaptive spins, yields, then sleeps on
+// the ring's futex (the sender's thresholds), the others (default, block)
+// sleep on the futex after a few polls.
 func roleWait(wait string) shm.WaitStrategy {
 	switch wait {
 	case "spin":
 		return shm.BusySpin()
 	case "yield":
 		return shm.SpinSchedYield(32)
+	case "adaptive":
+		return shm.Adaptive(2000, 200)
 	}
 	return shm.FutexWait(32)
 }
