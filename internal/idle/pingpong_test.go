@@ -142,8 +142,18 @@ func udpPair(tb testing.TB) (parent, child *os.File) {
 	return pf, cf
 }
 
+// startEcho starts an echo child waiting in style and returns the
+// parent's end; the calling goroutine's thread is locked for the test
+// unless the style is the netpoller.
 func startEcho(tb testing.TB, style string) *endpoint {
 	tb.Helper()
+	if style != "netpoller" {
+		unlock, err := LockThread(-1)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(unlock)
+	}
 	pf, cf := udpPair(tb)
 	child, err := ipcbench.StartChild([]string{os.Args[0], "-test.run=^$"}, []string{pingEnv + "=" + style}, []*os.File{cf})
 	cf.Close()
@@ -171,13 +181,6 @@ var pingStyles = []string{"netpoller", "block", "adaptive", "yield", "spin"}
 func BenchmarkUDPPingPong(b *testing.B) {
 	for _, style := range pingStyles {
 		b.Run(style, func(b *testing.B) {
-			if style != "netpoller" {
-				unlock, err := LockThread(-1)
-				if err != nil {
-					b.Fatal(err)
-				}
-				defer unlock()
-			}
 			e := startEcho(b, style)
 			b.ResetTimer()
 			for range b.N {
@@ -196,13 +199,6 @@ func BenchmarkUDPPingPong(b *testing.B) {
 func TestUDPPingPong(t *testing.T) {
 	for _, style := range pingStyles {
 		t.Run(style, func(t *testing.T) {
-			if style != "netpoller" {
-				unlock, err := LockThread(-1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer unlock()
-			}
 			e := startEcho(t, style)
 			for i := range 300 {
 				e.buf[0] = byte(i)
