@@ -5,10 +5,12 @@ package replica_test
 // feeding a mirror bad frames.
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/replica/wire"
+	"github.com/ringfire/ringfire/shm"
 )
 
 // biEvents collects a server's events.
@@ -329,5 +332,29 @@ func TestBadInputFromSource(t *testing.T) {
 		if err := checkContiguous(seqs, 1, r.last); err != nil {
 			t.Fatalf("%s: %v", r.name, err)
 		}
+	}
+}
+
+// A source whose GEOMETRY asks for a ring beyond the mirror's size limit
+// is refused: the mirror creates nothing and says why.
+func TestGeometryBeyondMaxRingSize(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	l, err := shm.NewLayout(shm.RingConfig{PayloadSize: recordSize, Capacity: 1 << 20}) // 64 MiB
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
+		_, err := c.Write(wire.AppendGeometry(nil, 1, 0, wire.GeometryOf(l)))
+		return err
+	})
+	m, ring := f.mirror(t, replica.MirrorConfig{MaxRingSize: 1 << 20})
+	var cerr error
+	p.B.Do(func() error { cerr = m.Connect(context.Background()); return nil })
+	if !errors.Is(cerr, shm.ErrTooLarge) {
+		t.Fatalf("Connect: %v, want ErrTooLarge", cerr)
+	}
+	if _, err := os.Stat(ring); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused ring was created: %v", err)
 	}
 }

@@ -56,6 +56,12 @@ type MirrorConfig struct {
 	// StatusInterval is how often the mirror reports STATUS to a source
 	// that takes it (default DefaultStatusInterval, 100 ms).
 	StatusInterval time.Duration
+	// MaxRingSize limits the mirror ring a source's GEOMETRY may make us
+	// create, in bytes (shm.CreateOptions.MaxSize: 0 is shm's
+	// DefaultMaxSize, negative only the free space); beyond it the
+	// connection fails with an error wrapping shm.ErrTooLarge (or
+	// ErrNoSpace) and nothing is created.
+	MaxRingSize int64
 	// Events, when set, is told about the connection to the source:
 	// connects, disconnects and Run's failed attempts. It is called from
 	// the goroutine calling Run, Connect, Step or Close, and must not

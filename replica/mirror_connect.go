@@ -166,7 +166,7 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) 
 		}
 	}
 	if m.ring == nil {
-		w, err := shm.CreateLayout(m.cfg.Ring, l, shm.CreateOptions{Replace: true})
+		w, err := shm.CreateLayout(m.cfg.Ring, l, shm.CreateOptions{Replace: true, MaxSize: m.cfg.MaxRingSize})
 		if err != nil {
 			return err
 		}

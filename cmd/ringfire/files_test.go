@@ -75,6 +75,9 @@ func TestGenTooLarge(t *testing.T) {
 	if err := runBounded(t, "gen", path, "--max-size", "12X"); err == nil || !strings.Contains(err.Error(), "max-size") {
 		t.Fatalf("--max-size 12X: %v, want an error naming the flag", err)
 	}
+	if err := runBounded(t, "mirror", "127.0.0.1:1", path, "--max-size", "-3"); err == nil || !strings.Contains(err.Error(), "max-size") {
+		t.Fatalf("mirror --max-size -3: %v, want an error naming the flag", err)
+	}
 }
 
 // gen on a full tmpfs is a clear error, not a SIGBUS (which would kill

@@ -43,6 +43,8 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&reconnectMS, "reconnect-ms", 1000, "wait `ms` between reconnections")
 	var wf waitFlags
 	wf.add(fs, "receive loop")
+	ms := defaultMaxSize()
+	fs.Var(&ms, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
 	fs.BoolVar(&noTelemetry, "no-telemetry", false, "do not report STATUS to the source (version-1 behaviour)")
 	var xf xdpFlags
 	xf.add(fs)
@@ -75,7 +77,8 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	xo := newOpener(tc, &xf, log)
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
 		TCPOnly: tcp, Iface: ifa, Once: once, Wait: mode, Pin: pin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
-		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, Events: mirrorEvents(log, time.Now)})
+		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, Events: mirrorEvents(log, time.Now),
+		MaxRingSize: ms.opt()})
 	if err != nil {
 		return err
 	}
