@@ -358,3 +358,31 @@ func TestGeometryBeyondMaxRingSize(t *testing.T) {
 		t.Fatalf("the refused ring was created: %v", err)
 	}
 }
+
+// A third host on the LAN forges a HEARTBEAT announcing 2^62 and a DATA
+// datagram far ahead, with the right session byte: the mirror drops both
+// (counted), never NAKs them, stays connected and keeps the source's bytes.
+func TestForgedFarAheadDatagrams(t *testing.T) {
+	lan, src := lanSource(t, 3, 1024)
+	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup()})
+	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
+	mr.connected()
+	src.push(100)
+	mr.waitFor(100, 10*time.Second)
+	naks := mr.m.Stats().NaksSent
+	forger := newUDPIn(t, lan.Hosts[2], replica.UDPConfig{Iface: lan.Addrs[2]})
+	hb := make([]byte, wire.HeaderSize)
+	wire.Header{Kind: wire.KindHeartbeat, Flags: srv.Session(), Seq: 1 << 62}.Put(hb)
+	ahead := dataFrame(srv.Session(), 1<<40, 1, 1)
+	if _, err := forger.SendBatch([]replica.Message{{Buf: hb, Addr: mcastGroup()}, {Buf: ahead, Addr: mcastGroup()}}); err != nil {
+		t.Fatal(err)
+	}
+	mr.waitStats("the forged datagrams dropped", 5*time.Second, func(st replica.MirrorStats) bool { return st.FarAhead >= 2 })
+	src.push(100)
+	st := mr.waitFor(200, 10*time.Second)
+	if st.Connects != 1 || st.Gaps != 0 || st.NaksSent != naks || st.Held != 0 {
+		t.Fatalf("after the forged datagrams: %+v (NAKs before %d)", st, naks)
+	}
+	mr.close()
+	sameSlots(t, src.path, mr.path, 1)
+}

@@ -190,6 +190,9 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) 
 		}
 		m.seq.held = m.seq.held[:0]
 		m.seq.nakOut = false
+		// What the last connection's heartbeats announced is not this one's
+		// to believe (a forged one would outlive the reconnection).
+		m.seq.hb, m.seq.seen = 0, m.seq.next-1
 		if err := m.seq.gap(first); err != nil {
 			return err
 		}

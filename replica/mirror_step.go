@@ -201,6 +201,10 @@ func (m *Mirror) handleDatagram(b []byte) error {
 		m.stats.OtherSession++
 		return nil
 	}
+	if m.farAhead(h.Seq) {
+		m.stats.FarAhead++
+		return nil
+	}
 	switch h.Kind {
 	case wire.KindData:
 		trace.Stamp(trace.Recv, h.Seq)
@@ -230,4 +234,14 @@ func batchLast(ms []Message) uint64 {
 		}
 	}
 	return last
+}
+
+// farAhead reports whether a datagram's sequence lies more than the ring's
+// capacity past the last record applied: the source cannot have sent it
+// from a ring that holds capacity records (a forged datagram, or this
+// mirror fell a whole ring behind, when TCP heartbeats lead it to the GAP).
+// Such a datagram is neither held nor believed: one forged heartbeat at
+// 2^62 would otherwise make the mirror NAK forever.
+func (m *Mirror) farAhead(seq uint64) bool {
+	return seq > m.seq.next-1+m.geom.Capacity
 }

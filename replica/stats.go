@@ -21,6 +21,11 @@ type MirrorStats struct {
 	OtherSession uint64 // datagrams of another source session
 	Malformed    uint64 // datagrams that failed to decode
 	Overflow     uint64 // datagrams dropped because MaxHeld were held
+	// FarAhead counts datagrams (DATA or HEARTBEAT) announcing a sequence
+	// more than the ring's capacity past the last record applied: no source
+	// sends those (it cannot hold them), so they are forged or confused,
+	// and dropped without a NAK.
+	FarAhead uint64
 
 	Held      int    // datagrams held ahead of a hole now
 	Next      uint64 // next sequence the mirror will write
