@@ -360,12 +360,14 @@ func TestGeometryBeyondMaxRingSize(t *testing.T) {
 }
 
 // A third host on the LAN forges a HEARTBEAT announcing 2^62 and a DATA
-// datagram far ahead, with the right session byte: the mirror drops both
-// (counted), never NAKs them, stays connected and keeps the source's bytes.
+// datagram far ahead, with the right session byte, to a mirror that takes
+// datagrams from anyone (AnySource; by default they would be dropped as
+// foreign): the mirror drops both (counted), never NAKs them, stays
+// connected and keeps the source's bytes.
 func TestForgedFarAheadDatagrams(t *testing.T) {
 	lan, src := lanSource(t, 3, 1024)
 	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup()})
-	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
+	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest, AnySource: true}, nil)
 	mr.connected()
 	src.push(100)
 	mr.waitFor(100, 10*time.Second)
@@ -385,4 +387,29 @@ func TestForgedFarAheadDatagrams(t *testing.T) {
 	}
 	mr.close()
 	sameSlots(t, src.path, mr.path, 1)
+}
+
+// A third host forges the next DATA datagram with the right session byte:
+// the mirror takes datagrams only from its source's address, so the
+// forgery is dropped (counted) and the real record is what the ring holds.
+func TestForgedNextRecordFromAnotherHost(t *testing.T) {
+	lan, src := lanSource(t, 3, 1024)
+	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup()})
+	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
+	mr.connected()
+	src.push(100)
+	mr.waitFor(100, 10*time.Second)
+	forger := newUDPIn(t, lan.Hosts[2], replica.UDPConfig{Iface: lan.Addrs[2]})
+	forged := dataFrame(srv.Session(), 101, 5, 7) // records 101..105, stamped 7
+	if _, err := forger.SendBatch([]replica.Message{{Buf: forged, Addr: mcastGroup()}}); err != nil {
+		t.Fatal(err)
+	}
+	mr.waitStats("the forged datagram dropped", 5*time.Second, func(st replica.MirrorStats) bool { return st.Foreign >= 1 })
+	src.push(100)
+	st := mr.waitFor(200, 10*time.Second)
+	mr.close()
+	if st.Connects != 1 || st.Duplicates != 0 {
+		t.Fatalf("after the forged datagram: %+v", st)
+	}
+	sameSlots(t, src.path, mr.path, 1) // 101..105 are the source's records, not the forgery
 }

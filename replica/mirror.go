@@ -56,6 +56,10 @@ type MirrorConfig struct {
 	// StatusInterval is how often the mirror reports STATUS to a source
 	// that takes it (default DefaultStatusInterval, 100 ms).
 	StatusInterval time.Duration
+	// AnySource accepts datagrams from any address. By default a mirror
+	// takes them only from its source: the address and port it punches
+	// (unicast), or the address its TCP connection reached (multicast).
+	AnySource bool
 	// MaxRingSize limits the mirror ring a source's GEOMETRY may make us
 	// create, in bytes (shm.CreateOptions.MaxSize: 0 is shm's
 	// DefaultMaxSize, negative only the free space); beyond it the

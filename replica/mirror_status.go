@@ -43,7 +43,7 @@ func (m *Mirror) status() wire.Status {
 	st := &m.stats
 	return wire.Status{Applied: m.ring.published, Interval: m.cfg.StatusInterval, Lag: m.seq.lag(),
 		Naks: st.NaksSent, Retransmitted: st.Retransmitted, Gaps: st.Gaps,
-		Drops: st.Overflow + st.Malformed + st.OtherSession + st.FarAhead, ID: m.id,
+		Drops: st.Overflow + st.Malformed + st.OtherSession + st.FarAhead + st.Foreign, ID: m.id,
 		Transport: st.Transport, Name: m.cfg.Name}
 }
 

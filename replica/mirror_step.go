@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/trace"
@@ -173,6 +174,10 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 		return 0, fmt.Errorf("mirror: receive: %w", err)
 	}
 	for i := range k {
+		if !m.fromSource(ms[i].Addr) {
+			m.stats.Foreign++
+			continue
+		}
 		if err := m.handleDatagram(ms[i].Buf[:ms[i].N]); err != nil {
 			return k, err
 		}
@@ -244,4 +249,21 @@ func batchLast(ms []Message) uint64 {
 // 2^62 would otherwise make the mirror NAK forever.
 func (m *Mirror) farAhead(seq uint64) bool {
 	return seq > m.seq.next-1+m.geom.Capacity
+}
+
+// fromSource reports whether a datagram comes from the source: for
+// unicast, the address and port the mirror punches (the source's TCP
+// address, its UDP port); for multicast, the source's TCP address (the
+// group is open to anyone on the LAN). MirrorConfig.AnySource turns the
+// check off, for a source whose datagrams leave by another address than
+// the one its TCP connection reached.
+func (m *Mirror) fromSource(from netip.AddrPort) bool {
+	if m.cfg.AnySource {
+		return true
+	}
+	src := m.c.spec.Source
+	if m.c.mc.Unicast() {
+		return from == src
+	}
+	return from.Addr().Unmap() == src.Addr()
 }

@@ -21,6 +21,9 @@ type MirrorStats struct {
 	OtherSession uint64 // datagrams of another source session
 	Malformed    uint64 // datagrams that failed to decode
 	Overflow     uint64 // datagrams dropped because MaxHeld were held
+	// Foreign counts datagrams from another address than the source's
+	// (MirrorConfig.AnySource): dropped unread.
+	Foreign uint64
 	// FarAhead counts datagrams (DATA or HEARTBEAT) announcing a sequence
 	// more than the ring's capacity past the last record applied: no source
 	// sends those (it cannot hold them), so they are forged or confused,

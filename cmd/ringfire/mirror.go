@@ -46,6 +46,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ms := defaultMaxSize()
 	fs.Var(&ms, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
 	fs.BoolVar(&noTelemetry, "no-telemetry", false, "do not report STATUS to the source (version-1 behaviour)")
+	anySource := fs.Bool("any-source", false, "accept datagrams from any address (default: only from the source's)")
 	var xf xdpFlags
 	xf.add(fs)
 	addRunFlags(fs, &duration, &interval, &asJSON)
@@ -78,7 +79,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
 		TCPOnly: tcp, Iface: ifa, Once: once, Wait: mode, Pin: pin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
 		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, Events: mirrorEvents(log, time.Now),
-		MaxRingSize: ms.opt()})
+		MaxRingSize: ms.opt(), AnySource: *anySource})
 	if err != nil {
 		return err
 	}
@@ -121,6 +122,6 @@ func printMirrorStats(w io.Writer, st replica.MirrorStats, asJSON bool) {
 	fmt.Fprintf(w, "mirror: %s, next %d, lag %d, connects %d, fresh rings %d\n", st.Transport, st.Next, st.Lag, st.Connects, st.Resets)
 	fmt.Fprintf(w, "  received: frames %d, datagrams %d, records %d (history %d, retransmitted %d), gaps %d\n",
 		st.Frames, st.Datagrams, st.Records, st.CatchUp, st.Retransmitted, st.Gaps)
-	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d\n",
-		st.NaksSent, st.Duplicates, st.Stale, st.OtherSession, st.Malformed, st.Overflow, st.FarAhead)
+	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d, foreign %d\n",
+		st.NaksSent, st.Duplicates, st.Stale, st.OtherSession, st.Malformed, st.Overflow, st.FarAhead, st.Foreign)
 }
