@@ -76,6 +76,11 @@ func mpmcProduce(ring, arg string) (mpmcResult, error) {
 	}
 	p := make([]byte, mpPayload)
 	for n := uint64(0); count == 0 || n < count; n++ {
+		if count == 0 && n == 1000 { // an unbounded producer (the one to be killed) says it is under way
+			if err := mpTouch(ring + ".pushing.p" + ids); err != nil {
+				return res, err
+			}
+		}
 		mpEncode(p, id<<40|n, 0)
 		if _, err := w.Push(p); errors.Is(err, ErrDropped) {
 			res.Dropped++

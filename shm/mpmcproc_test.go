@@ -113,6 +113,10 @@ func TestMpmcMultiProcess(t *testing.T) {
 	}
 	r := w.Ring()
 	mpmcAwait(t, ctx, procs[:len(procs)-1], func() bool { return r.ClaimSeq() > each }, "the producers pass ticket 20000")
+	// The victim itself must be mid-stream (on a slow machine the others
+	// can pass ticket 20000 before it starts).
+	victimUnderWay := fmt.Sprintf("%s.pushing.p%d", ring, producers-1)
+	mpmcAwait(t, ctx, slices.Concat(queues, bcasts, []*mpProc{victim}), func() bool { _, err := os.Stat(victimUnderWay); return err == nil }, "the victim pushed 1000")
 	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
