@@ -166,18 +166,22 @@ func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
 	// behind a datagram of this batch while the batch is still going out,
 	// and a NAK is checked against what was sent.
 	storeMax(&s.lastSent, sn.next-1)
+	// Count the records and frames before sending too: a mirror may have
+	// them (and someone read Stats) before SendBatch returns.
+	s.st.records.Add(sn.count)
+	s.st.frames.Add(uint64(nf))
 	trace.Stamp(trace.Sending, sn.next-1)
 	n, err := s.udp.SendBatch(sn.msgs)
 	s.st.syscalls.Add(uint64((len(sn.msgs) + 63) / 64))
 	s.st.datagrams.Add(uint64(n))
 	if errors.Is(err, unix.EMSGSIZE) && sn.mtu > MinMTU {
-		sn.mtu = max(MinMTU, sn.mtu*3/4) // resend these records in smaller frames
+		s.st.records.Add(-sn.count) // not sent after all: they go again in smaller frames
+		s.st.frames.Add(-uint64(nf))
+		sn.mtu = max(MinMTU, sn.mtu*3/4)
 		sn.next = sn.firsts[0]
 		return
 	}
 	trace.Stamp(trace.Sent, sn.next-1)
-	s.st.records.Add(sn.count)
-	s.st.frames.Add(uint64(nf))
 	sn.lastFlush, sn.lastSend, sn.hbEvery = now, now, udpHeartbeat
 }
 

@@ -156,8 +156,10 @@ func replicate(t *testing.T, a, b side, scfg replica.ServerConfig, mcfg replica.
 	for _, s := range []side{a, b} {
 		dropped, sent := netemCounters(t, s)
 		t.Logf("netem on %s in %s: %d packets sent, %d dropped", s.If, s.NS, sent, dropped)
-		if dropped == 0 {
-			t.Errorf("netem on %s dropped nothing: the impairment did not apply", s.If)
+		// Too few packets leave by a mirror's side (its NAKs and ACKs) for
+		// no drop to mean anything at a few per cent of loss.
+		if dropped == 0 && sent >= 200 {
+			t.Errorf("netem on %s dropped nothing of %d packets: the impairment did not apply", s.If, sent)
 		}
 	}
 	if st.Datagrams == 0 || st.NaksSent == 0 || st.Retransmitted == 0 || sst.NaksAnswered == 0 {
