@@ -8,10 +8,11 @@ import (
 	"encoding/binary"
 	"net"
 	"net/netip"
-	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 
 	"golang.org/x/net/ipv4"
 
@@ -132,20 +133,18 @@ func (r *rig) receive(t testing.TB, n int) []uint32 {
 // fails the test if it does not within wait.
 func (r *rig) statsUntil(t testing.TB, done func(afpacket.Stats) bool) afpacket.Stats {
 	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		st, err := r.sock.Stats()
-		if err != nil {
+	var st afpacket.Stats
+	ok := testenv.Await(wait, func() bool {
+		var err error
+		if st, err = r.sock.Stats(); err != nil {
 			t.Fatal(err)
 		}
-		if done(st) {
-			return st
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stats %+v: condition not met within %v", st, wait)
-		}
-		runtime.Gosched()
+		return done(st)
+	})
+	if !ok {
+		t.Fatalf("stats %+v: condition not met within %v", st, wait)
 	}
+	return st
 }
 
 func (r *rig) expectNone(t testing.TB, d time.Duration) {

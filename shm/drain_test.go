@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 // ppDrainRing is the drain child: a registered reader of ring A that
@@ -50,24 +52,28 @@ func startDrain(b *testing.B) (*Producer[benchMsg], func() error) {
 	a := filepath.Join(dir, "drain-a")
 	p := producer[benchMsg](b, a, ProducerOptions{Capacity: benchCap, Lossless: true})
 	child := ppSpawn(b, ppConfig{Kind: "drain", A: a}, nil)
-	deadline := time.Now().Add(ppStartTimeout)
-	for {
+	registered := func() bool {
 		rs, err := p.Writer().Ring().Readers()
 		if err != nil {
 			b.Fatal(err)
 		}
-		if len(rs) == 1 && rs[0].Active {
-			break
-		}
+		return len(rs) == 1 && rs[0].Active
+	}
+	exited := false
+	testenv.Await(ppStartTimeout, func() bool {
 		select {
 		case <-child.Done():
-			b.Fatalf("drain child exited before registering: %v", child.Stop(0))
+			exited = true
 		default:
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("drain child not registered after %v; output:\n%s", ppStartTimeout, child.Output())
-		}
-		time.Sleep(time.Millisecond) // poll interval of the start-up wait
+		return exited || registered()
+	})
+	switch {
+	case registered():
+	case exited:
+		b.Fatalf("drain child exited before registering: %v", child.Stop(0))
+	default:
+		b.Fatalf("drain child not registered after %v; output:\n%s", ppStartTimeout, child.Output())
 	}
 	stop := func() error {
 		m := benchMsg{Seq: ppStopSeq}

@@ -177,16 +177,21 @@ func TestMpmcMultiProcess(t *testing.T) {
 // exits first or ctx ends.
 func mpmcAwait(t *testing.T, ctx context.Context, procs []*mpProc, cond func() bool, what string) {
 	t.Helper()
-	for !cond() {
+	var gone *mpProc
+	ok := testenv.Await(time.Hour, func() bool { // bounded by ctx
 		for _, p := range procs {
 			if p.exited() {
-				t.Fatalf("%s exited (%v) before %s\n%s", p.name, p.err, what, p.output())
+				gone = p
+				return true
 			}
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
+		return cond() || ctx.Err() != nil
+	})
+	switch {
+	case gone != nil && !cond():
+		t.Fatalf("%s exited (%v) before %s\n%s", gone.name, gone.err, what, gone.output())
+	case !ok || !cond():
+		t.Fatalf("timed out waiting for %s", what)
 	}
 }
 

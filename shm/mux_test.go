@@ -7,18 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/testenv"
+
 	"golang.org/x/sys/unix"
 )
 
 // waitUntil polls cond until it holds, failing tb after 5 s.
 func waitUntil(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	for start := time.Now(); !cond(); {
-		if time.Since(start) > 5*time.Second {
-			tb.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	testenv.Until(tb, 5*time.Second, what, cond)
 }
 
 // sleepy is a futex strategy whose sleeps last up to 5 s: a receive that

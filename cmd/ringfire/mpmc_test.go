@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/testenv"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/shm"
@@ -100,19 +102,18 @@ func TestGenProducersUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	go func() {
-		for ctx.Err() == nil {
-			// Both producers run once they hold their shared flocks (the
-			// parent holds a third) and records flow.
-			if r, err := shm.Open(path, shm.OpenOptions{}); err == nil {
-				n := r.ClaimSeq()
-				r.Close()
-				if n > 200 && flocks(t, path) == 3 {
-					cancel()
-					return
-				}
+		defer cancel()
+		// Both producers run once they hold their shared flocks (the
+		// parent holds a third) and records flow.
+		testenv.Await(20*time.Second, func() bool {
+			r, err := shm.Open(path, shm.OpenOptions{})
+			if err != nil {
+				return ctx.Err() != nil
 			}
-			time.Sleep(time.Millisecond) // poll interval
-		}
+			n := r.ClaimSeq()
+			r.Close()
+			return ctx.Err() != nil || n > 200 && flocks(t, path) == 3
+		})
 	}()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"gen", path, "--producers", "2", "--rate", "20000", "--capacity", "1024"}, &stdout, &stderr)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/testenv"
+
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
@@ -33,20 +35,13 @@ func waitListening(t *testing.T, ns *netns.NS, addr string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Until(t, 10*time.Second, "a listener on "+addr+" in "+ns.Name, func() bool {
 		out, err := ns.Exec("ss", "-Hltn", "sport = :"+port)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.TrimSpace(out) != "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nothing listens on %s in %s after 10s", addr, ns.Name)
-		}
-		time.Sleep(5 * time.Millisecond) // poll interval
-	}
+		return strings.TrimSpace(out) != ""
+	})
 }
 
 func waitDone(t *testing.T, done <-chan struct{}, what string) {

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"testing"
+	"time"
 )
 
 func TestCI(t *testing.T) {
@@ -40,5 +41,19 @@ func TestSkipf(t *testing.T) {
 	Skipf(r, "no %s", "ethtool")
 	if r.skipped || !r.failed || r.msg != "CI: must not skip: no %s" {
 		t.Errorf("under CI: skipped %v failed %v (%q), want a failure", r.skipped, r.failed, r.msg)
+	}
+}
+
+func TestAwait(t *testing.T) {
+	n := 0
+	if !Await(5*time.Second, func() bool { n++; return n == 3 }) || n != 3 {
+		t.Fatalf("Await returned before the condition held (%d polls)", n)
+	}
+	start := time.Now()
+	if Await(20*time.Millisecond, func() bool { return false }) {
+		t.Fatal("Await of a condition that never holds reported true")
+	}
+	if time.Since(start) < 20*time.Millisecond {
+		t.Fatalf("Await gave up after %v, before its timeout", time.Since(start))
 	}
 }
