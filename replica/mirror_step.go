@@ -188,7 +188,7 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 		}
 		trace.Stamp(trace.Published, m.ring.published)
 		if m.afterDatagram != nil {
-			m.afterDatagram(batchLast(ms[:k]))
+			m.afterDatagram(dataLast(ms[i]), batchLast(ms[:k]))
 		}
 	}
 	m.stats.Datagrams += uint64(k)
@@ -229,14 +229,19 @@ func (m *Mirror) handleDatagram(b []byte) error {
 	return nil
 }
 
-// batchLast is the last sequence a batch of DATA datagrams carries (for
-// the afterDatagram test hook).
+// dataLast is the last sequence a DATA datagram carries (0 for any other),
+// and batchLast the last of a batch (for the afterDatagram test hook).
+func dataLast(msg Message) uint64 {
+	if h, err := wire.ParseHeader(msg.Buf[:msg.N], msg.N); err == nil && h.Kind == wire.KindData && h.Count > 0 {
+		return h.Seq + uint64(h.Count) - 1
+	}
+	return 0
+}
+
 func batchLast(ms []Message) uint64 {
 	var last uint64
 	for _, msg := range ms {
-		if h, err := wire.ParseHeader(msg.Buf[:msg.N], msg.N); err == nil && h.Kind == wire.KindData && h.Count > 0 {
-			last = max(last, h.Seq+uint64(h.Count)-1)
-		}
+		last = max(last, dataLast(msg))
 	}
 	return last
 }
