@@ -71,6 +71,12 @@ type MirrorConfig struct {
 	// the goroutine calling Run, Connect, Step or Close, and must not
 	// block.
 	Events func(MirrorEvent)
+	// Published, when set, is called each time records become visible in
+	// the mirror ring, with the last sequence published, on the goroutine
+	// that applied them (Run's, or Step's caller). It must not block. A
+	// hub that serves the mirror ring again in this process passes its
+	// Server's Handoff, so the records leave without a wake-up.
+	Published func(seq uint64)
 }
 
 // Mirror keeps a local ring identical to a source ring: same sequence

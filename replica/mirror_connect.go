@@ -159,7 +159,7 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) 
 	if m.ring == nil && keep && m.cfg.From.Mode == FromResume && !m.restarted {
 		if w, err := shm.OpenWriter(m.cfg.Ring); err == nil {
 			if w.Ring().Layout() == l {
-				m.ring = newMirrorRing(w)
+				m.ring = newMirrorRing(w, m.cfg.Published)
 			} else {
 				w.Close()
 			}
@@ -170,7 +170,7 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) 
 		if err != nil {
 			return err
 		}
-		m.ring = newMirrorRing(w)
+		m.ring = newMirrorRing(w, m.cfg.Published)
 		m.stats.Resets++
 		m.seq = nil
 		m.restarted = false

@@ -16,11 +16,14 @@ type mirrorRing struct {
 	slot      []byte // scratch slot payload for blob rings
 	stored    uint64 // last sequence stored
 	published uint64 // last sequence published
+	// onPublish is called after each publish with the sequence published
+	// (MirrorConfig.Published; nil: nothing to tell).
+	onPublish func(uint64)
 }
 
-func newMirrorRing(w *shm.Writer) *mirrorRing {
+func newMirrorRing(w *shm.Writer, onPublish func(uint64)) *mirrorRing {
 	l := w.Ring().Layout()
-	m := &mirrorRing{w: w, blob: l.Flags&shm.FlagArena != 0, slot: make([]byte, l.PayloadSize())}
+	m := &mirrorRing{w: w, blob: l.Flags&shm.FlagArena != 0, slot: make([]byte, l.PayloadSize()), onPublish: onPublish}
 	m.stored = w.Ring().WriteSeq()
 	m.published = m.stored
 	return m
@@ -59,7 +62,13 @@ func (m *mirrorRing) publish() error {
 		return nil
 	}
 	m.published = m.stored
-	return m.w.Publish(m.stored)
+	if err := m.w.Publish(m.stored); err != nil {
+		return err
+	}
+	if m.onPublish != nil {
+		m.onPublish(m.stored)
+	}
+	return nil
 }
 
 func (m *mirrorRing) close() error {

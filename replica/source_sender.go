@@ -59,24 +59,33 @@ func newSender(s *Server) *sender {
 
 // sendLoop is the ring's one watcher: it sends datagrams (when the server
 // has a datagram transport) and wakes the TCP sessions when records come.
+// Its rounds hold s.sendMu, which Handoff takes to run one on another
+// goroutine; it waits for the ring without it.
 func (s *Server) sendLoop(ctx context.Context) {
 	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
 		defer unlock()
 	}
 	sn := newSender(s)
+	s.sender.Store(sn)
 	seen := s.ring.WriteSeq()
 	for ctx.Err() == nil && !s.closed.Load() {
 		var target uint64
+		var deadline time.Time
+		s.sendMu.Lock()
 		if s.udp != nil {
 			target = sn.round(time.Now())
 		} else {
 			target = s.ring.WriteSeq() + 1
 		}
+		deadline = sn.deadline()
+		s.sendMu.Unlock()
 		if w := s.ring.WriteSeq(); w != seen {
 			seen = w
 			s.wakeSessions()
 		}
-		sn.wait(target)
+		if d := time.Until(deadline); d > 0 {
+			s.ring.Await(target, sn.ws, d)
+		}
 	}
 }
 
@@ -207,16 +216,14 @@ func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
 	sn.lastSend, sn.hbEvery = now, min(2*sn.hbEvery, udpHeartbeatIdle)
 }
 
-// wait blocks until record target is published, the pending frame's
-// linger ends or a heartbeat is due.
-func (sn *sender) wait(target uint64) {
-	deadline := sn.lastSend.Add(sn.hbEvery)
-	if sn.s.udp == nil {
-		deadline = time.Now().Add(tcpHeartbeat)
-	} else if sn.pending {
-		deadline = sn.lastFlush.Add(sn.s.cfg.Linger)
+// deadline is when the sender must run a round even if no record comes:
+// the pending frame's linger ends or a heartbeat is due (s.sendMu held).
+func (sn *sender) deadline() time.Time {
+	switch {
+	case sn.s.udp == nil:
+		return time.Now().Add(tcpHeartbeat)
+	case sn.pending:
+		return sn.lastFlush.Add(sn.s.cfg.Linger)
 	}
-	if d := time.Until(deadline); d > 0 {
-		sn.s.ring.Await(target, sn.ws, d)
-	}
+	return sn.lastSend.Add(sn.hbEvery)
 }

@@ -90,6 +90,14 @@ type Server struct {
 	// rebuildDests under mu, like dests; loaded by the sender.
 	wakes atomic.Pointer[[]chan struct{}]
 
+	// sendMu is held by whoever runs a sender round: the sender goroutine,
+	// or a Handoff caller that got it with TryLock. It guards every field
+	// of the sender.
+	sendMu sync.Mutex
+	// sender is the sender's state, stored once by sendLoop before its
+	// first round; Handoff loads it (nil: not serving yet).
+	sender atomic.Pointer[sender]
+
 	mu       sync.Mutex
 	sessions map[uint32]*session // by token
 	wg       sync.WaitGroup      // goroutines Serve started
@@ -103,8 +111,9 @@ type Server struct {
 }
 
 // serverCounters are ServerStats' counters. Each is only ever Added to, by
-// the goroutine that did what it counts (the sender: frames, datagrams,
-// records, syscalls, skipped, UDP heartbeats; a session's reader or
+// the goroutine that did what it counts (the sender, whichever goroutine
+// runs its round: frames, datagrams, records, syscalls, skipped, UDP
+// heartbeats; Handoff: handoffs; a session's reader or
 // writer: TCP frames and records, NAK answers, gaps, TCP heartbeats;
 // serveConn: badConn; punchLoop: badPunch, badDgram), and Loaded by
 // Stats. They publish nothing but their count: no code orders other
@@ -112,7 +121,7 @@ type Server struct {
 type serverCounters struct {
 	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
 	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
-	badPunch, badDgram                                            atomic.Uint64
+	badPunch, badDgram, handoffs                                  atomic.Uint64
 }
 
 // NewServer opens the ring read-only and binds the TCP control address and
@@ -307,7 +316,7 @@ func (s *Server) Stats() ServerStats {
 		Syscalls: st.syscalls.Load(), NaksAnswered: st.naks.Load(), Retransmitted: st.retrans.Load(),
 		Gaps: st.gaps.Load(), GapRecords: st.gapRecords.Load(), Heartbeats: st.heartbeats.Load(),
 		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
-		BadDatagram: st.badDgram.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq()}
+		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq()}
 	if s.udp != nil {
 		out.Transport = TransportName(s.udp)
 	}

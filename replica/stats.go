@@ -66,6 +66,7 @@ type ServerStats struct {
 	BadFrames   uint64 // TCP connections closed for a protocol error
 	BadPunches  uint64 // PUNCH datagrams with a wrong token, session or format
 	BadDatagram uint64 // other datagrams that were dropped
+	Handoffs    uint64 // sender rounds run by Handoff, on a mirror's goroutine
 
 	LastSent uint64 // last sequence sent over UDP
 	WriteSeq uint64 // the ring's write_seq

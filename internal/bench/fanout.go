@@ -33,7 +33,7 @@ func (r *rig) fanout(tr string, n, size int, d time.Duration) (Fanout, error) {
 	}
 	readers := make([]*shm.Reader, n)
 	for i := range n {
-		m, err := r.newMirror(lan.Hosts[i+1], lan.Addrs[i+1], src, fmt.Sprintf("F-mirror-%d", i), tr, 0)
+		m, err := r.newMirror(lan.Hosts[i+1], lan.Addrs[i+1], src, fmt.Sprintf("F-mirror-%d", i), tr, 0, nil)
 		if err != nil {
 			return Fanout{}, err
 		}

@@ -36,10 +36,10 @@ func (r *rig) newLoop(tr string, size int) (*loop, error) {
 	if l.b, err = r.newSource(q.B, q.BAddr, "B", size, 1<<16, tr, 1, nil); err != nil {
 		return nil, err
 	}
-	if l.ma, err = r.newMirror(p.B, p.BAddr, l.a, "A-mirror", tr, 0); err != nil {
+	if l.ma, err = r.newMirror(p.B, p.BAddr, l.a, "A-mirror", tr, 0, nil); err != nil {
 		return nil, err
 	}
-	if l.mb, err = r.newMirror(q.A, q.AAddr, l.b, "B-mirror", tr, 1); err != nil {
+	if l.mb, err = r.newMirror(q.A, q.AAddr, l.b, "B-mirror", tr, 1, nil); err != nil {
 		return nil, err
 	}
 	l.startEcho(size)

@@ -138,13 +138,17 @@ type mirrorEnd struct {
 }
 
 // newMirror mirrors src from ns (local address addr) into ring name over
-// transport, and opens a reader of the mirror ring once it exists.
-func (r *rig) newMirror(ns *netns.NS, addr netip.Addr, src *source, name, tr string, dir int) (*mirrorEnd, error) {
+// transport (tweak, if set, adjusts the settings), and opens a reader of
+// the mirror ring once it exists.
+func (r *rig) newMirror(ns *netns.NS, addr netip.Addr, src *source, name, tr string, dir int, tweak func(*replica.MirrorConfig)) (*mirrorEnd, error) {
 	_, cfg := configs(tr, dir)
 	path := filepath.Join(r.dir, name)
 	cfg.Source, cfg.Ring, cfg.Iface = src.srv.Addr().String(), path, addr
 	cfg.From = replica.From{Mode: replica.FromOldest}
 	cfg.Reconnect = 50 * time.Millisecond
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	m, err := replica.NewMirror(cfg)
 	if err != nil {
 		return nil, err

@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/synth"
+	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
+	"golang.org/x/sys/unix"
 )
 
 // stageRate is the producer's rate while stages and fan-out are measured:
@@ -28,11 +31,20 @@ func (r *rig) stages(tr string, size int, d time.Duration) ([]Latency, error) {
 		return nil, err
 	}
 	r.stops = append(r.stops, func() { local.Close() })
-	same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", "tcp", 0)
+	same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", "tcp", 0, nil)
 	if err != nil {
 		return nil, err
 	}
-	remote, err := r.newMirror(p.B, p.BAddr, src, "S-remote", tr, 0)
+	// The hub serves the remote mirror's ring again in this process: the
+	// mirror hands each datagram's records to the hub's sender.
+	var handoff atomic.Pointer[replica.Server]
+	remote, err := r.newMirror(p.B, p.BAddr, src, "S-remote", tr, 0, func(c *replica.MirrorConfig) {
+		c.Published = func(seq uint64) {
+			if h := handoff.Load(); h != nil {
+				h.Handoff(seq)
+			}
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +52,8 @@ func (r *rig) stages(tr string, size int, d time.Duration) ([]Latency, error) {
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := r.newMirror(p.A, p.AAddr, &source{srv: hub}, "S-leaf", tr, 1)
+	handoff.Store(hub)
+	leaf, err := r.newMirror(p.A, p.AAddr, &source{srv: hub}, "S-leaf", tr, 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,6 +117,10 @@ func (r *rig) paced(src *source, d time.Duration, between func()) error {
 			}
 		}
 		between()
+		// The poller yields the CPU between polls, as a reader with the
+		// yield strategy would: a busy poll would starve the serve and
+		// mirror threads that share the two cores with it.
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (r *rig) zeroLoss(tr string, size int, rates []int, d time.Duration) (ZeroL
 	if err != nil {
 		return ZeroLoss{}, err
 	}
-	m, err := r.newMirror(p.B, p.BAddr, src, "Z-mirror", tr, 0)
+	m, err := r.newMirror(p.B, p.BAddr, src, "Z-mirror", tr, 0, nil)
 	if err != nil {
 		return ZeroLoss{}, err
 	}
