@@ -57,6 +57,9 @@ func (r *rig) zeroLoss(tr string, size int, rates []int, d time.Duration) (ZeroL
 	if err != nil {
 		return ZeroLoss{}, err
 	}
+	if err := r.live(src, m); err != nil {
+		return ZeroLoss{}, err
+	}
 	best := ZeroLoss{Transport: tr}
 	failed := 0
 	for i, rate := range rates {
@@ -71,6 +74,19 @@ func (r *rig) zeroLoss(tr string, size int, rates []int, d time.Duration) (ZeroL
 		}
 	}
 	return best, nil
+}
+
+// live pushes a record every millisecond until the mirror receives
+// datagrams and has caught up: a unicast mirror has punched, and the
+// records before that, which came over TCP, are not the first rate's.
+func (r *rig) live(src *source, m *mirrorEnd) error {
+	return waitFor(5*time.Second, "the mirror's first datagrams", func() bool {
+		st := m.m.Stats()
+		if st.Datagrams > 0 && st.Next == src.w.Next() {
+			return true
+		}
+		return src.push(r) != nil
+	})
 }
 
 // oneWay pushes at rate for d and waits for the mirror: the records per
