@@ -20,10 +20,17 @@ const (
 	// EventLagRecovered: a lagging mirror is back within a quarter of the
 	// ring's capacity. Mirror is its row.
 	EventLagRecovered
+	// EventRefused: a connection was closed at once for a limit (Err names
+	// it). Told at most once a second; ServerStats.Refused counts them all.
+	EventRefused
+	// EventAcceptFailed: accepting failed for want of file descriptors or
+	// memory (Err); Serve backs off and keeps accepting. Told once per
+	// burst of failures; ServerStats.AcceptErrors counts them all.
+	EventAcceptFailed
 )
 
 var eventNames = [...]string{"connected", "disconnected", "rejected", "no punch, falling back to TCP",
-	"lagging: past half the ring's capacity", "lag recovered"}
+	"lagging: past half the ring's capacity", "lag recovered", "refused", "accept failed, backing off"}
 
 func (k EventKind) String() string { return kindName(eventNames[:], int(k), "EventKind") }
 

@@ -57,6 +57,16 @@ type ServerConfig struct {
 	// left stays in Mirrors (default DefaultMirrorRetention; negative:
 	// not at all).
 	MirrorRetention time.Duration
+	// MaxConns, MaxConnsPerAddr and MaxPending limit the TCP connections
+	// open at once: in all, from one address, and not live yet (in the
+	// handshake or the catch-up). A connection past a limit is closed at
+	// once and counted (ServerStats.Refused). 0: DefaultMaxConns,
+	// DefaultMaxConnsPerAddr, DefaultMaxPending; negative: no limit.
+	MaxConns, MaxConnsPerAddr, MaxPending int
+	// MirrorRows is the most mirrors that left kept in Mirrors, the
+	// longest gone forgotten first (default DefaultMirrorRows; negative:
+	// none).
+	MirrorRows int
 }
 
 // AdaptiveLinger is the linger of the adaptive pacing.
@@ -100,6 +110,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	sessions map[uint32]*session // by token
+	lim      limits              // admission counts (under mu)
 	wg       sync.WaitGroup      // goroutines Serve started
 	serving  sync.WaitGroup      // Serve itself
 	// closed is set once, by Close (Swap under mu, so that Serve, which
@@ -115,13 +126,14 @@ type Server struct {
 // runs its round: frames, datagrams, records, syscalls, skipped, UDP
 // heartbeats; Handoff: handoffs; a session's reader or
 // writer: TCP frames and records, NAK answers, gaps, TCP heartbeats;
-// serveConn: badConn; punchLoop: badPunch, badDgram), and Loaded by
+// serveConn: badConn; Serve: refused, acceptErrors; punchLoop: badPunch,
+// badDgram), and Loaded by
 // Stats. They publish nothing but their count: no code orders other
 // memory by them.
 type serverCounters struct {
 	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
 	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
-	badPunch, badDgram, handoffs                                  atomic.Uint64
+	badPunch, badDgram, handoffs, refused, acceptErrors           atomic.Uint64
 }
 
 // NewServer opens the ring read-only and binds the TCP control address and
@@ -145,6 +157,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MirrorRetention == 0 {
 		cfg.MirrorRetention = DefaultMirrorRetention
 	}
+	if cfg.MirrorRows == 0 {
+		cfg.MirrorRows = DefaultMirrorRows
+	}
+	cfg.MaxConns = orDefault(cfg.MaxConns, DefaultMaxConns)
+	cfg.MaxConnsPerAddr = orDefault(cfg.MaxConnsPerAddr, DefaultMaxConnsPerAddr)
+	cfg.MaxPending = orDefault(cfg.MaxPending, DefaultMaxPending)
 	if cfg.Multicast.IsValid() && !cfg.Multicast.Addr().IsMulticast() {
 		return nil, fmt.Errorf("replica: %v is not a multicast group", cfg.Multicast)
 	}
@@ -163,7 +181,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	// The datagram stream starts after what the ring holds now; sessions
 	// accepted before the sender runs must already see that.
 	s.lastSent.Store(ring.WriteSeq())
-	s.tele = newTelemetry(ring.Layout().Capacity, ring.WriteSeq(), time.Now())
+	s.tele = newTelemetry(ring.Layout().Capacity, ring.WriteSeq(), time.Now(), max(cfg.MirrorRows, 0))
 	s.dests.Store(&[]netip.AddrPort{})
 	s.wakes.Store(&[]chan struct{}{})
 	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
@@ -236,7 +254,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	// The goroutines above end with ctx: end it before waiting for them,
 	// or a Close that ends the accept loop would wait forever.
 	defer func() { cancel(); s.wg.Wait() }()
-	for {
+	for failed := 0; ; {
 		c, err := s.ln.Accept()
 		if err != nil {
 			select {
@@ -247,12 +265,23 @@ func (s *Server) Serve(ctx context.Context) error {
 			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
+			if acceptRetry(err) {
+				failed++
+				s.backoff(ctx, err, failed)
+				continue
+			}
 			return fmt.Errorf("replica: accept: %w", err)
+		}
+		failed = 0
+		peer := peerAddr(c)
+		if err := s.admit(peer); err != nil {
+			s.refuse(c, err)
+			continue
 		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, c)
+			s.serveConn(ctx, c, peer)
 		}()
 	}
 }
@@ -316,7 +345,8 @@ func (s *Server) Stats() ServerStats {
 		Syscalls: st.syscalls.Load(), NaksAnswered: st.naks.Load(), Retransmitted: st.retrans.Load(),
 		Gaps: st.gaps.Load(), GapRecords: st.gapRecords.Load(), Heartbeats: st.heartbeats.Load(),
 		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
-		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq()}
+		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
+		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq()}
 	if s.udp != nil {
 		out.Transport = TransportName(s.udp)
 	}
@@ -341,4 +371,12 @@ func storeMax(a *atomic.Uint64, v uint64) {
 			return
 		}
 	}
+}
+
+// orDefault is v, or def when v is 0.
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
 }

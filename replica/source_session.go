@@ -32,7 +32,14 @@ const (
 type session struct {
 	srv   *Server
 	tcp   net.Conn
+	peer  netip.Addr // the TCP peer's address: the only one whose PUNCH counts
 	token uint32
+	// pending: the session counts as not live yet (ServerConfig.MaxPending).
+	// Stored true by serveConn before the session starts; cleared once by
+	// wentLive (CompareAndSwap, from the handshake or the writer
+	// goroutine), which then takes it out of srv.lim under srv.mu; loaded
+	// by serveConn's release after both goroutines ended.
+	pending atomic.Bool
 	// unicast: the mirror takes unicast datagrams. Stored once, by the
 	// handshake (serveConn's goroutine) after register; punchLoop loads it
 	// to accept the mirror's PUNCH (before the Store it refuses it).
@@ -90,10 +97,12 @@ type session struct {
 }
 
 // serveConn runs one mirror's session until it disconnects or ctx ends.
-func (s *Server) serveConn(ctx context.Context, c net.Conn) {
+func (s *Server) serveConn(ctx context.Context, c net.Conn, peer netip.Addr) {
 	defer c.Close()
-	ss := &session{srv: s, tcp: c, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
+	ss := &session{srv: s, tcp: c, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
 		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
+	ss.pending.Store(true)
+	defer func() { s.release(peer, ss.pending.Load()) }()
 	br := bufio.NewReader(c)
 	if err := ss.handshake(br); err != nil {
 		s.st.badConn.Add(1)
@@ -167,8 +176,13 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	if udp {
 		b = wire.AppendMulticast(b, mc)
 	}
-	_, err = ss.tcp.Write(b)
-	return err
+	if _, err = ss.tcp.Write(b); err != nil {
+		return err
+	}
+	if !udp {
+		ss.wentLive() // TCP carries its stream from the first record
+	}
+	return nil
 }
 
 // startOf turns a HELLO start into the first sequence to send, and whether

@@ -54,6 +54,10 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 	}
 }
 
+// live: the session is past its catch-up (it takes the datagram stream,
+// or TCP carries its stream).
+func (ss *session) live() bool { return ss.mode.Load() != modeCatchUp }
+
 func (ss *session) maxSent() uint64 {
 	sent := ss.sent.Load()
 	if ss.mode.Load() != modeStream {
@@ -67,6 +71,12 @@ func (ss *session) status(h wire.Header, p []byte) error {
 	st, err := wire.ParseStatus(h, p)
 	if err != nil {
 		return err
+	}
+	// A mirror applies only records it was sent: a STATUS claiming more is
+	// forged (it would satisfy Server.Wait for records nobody has), and
+	// ends the session like a NAK for records never sent.
+	if sent := ss.maxSent(); st.Applied > sent {
+		return fmt.Errorf("%w: STATUS applied %d, past the last record sent (%d)", wire.ErrMalformed, st.Applied, sent)
 	}
 	ss.srv.tele.status(ss, st, ss.srv.ring.WriteSeq(), time.Now())
 	return nil

@@ -119,6 +119,7 @@ func (ss *session) catchUpDone() bool {
 	if ss.unicast.Load() && ss.punched.Load() == nil {
 		if time.Since(ss.born) > s.cfg.PunchTimeout {
 			ss.mode.Store(modeStream)
+			ss.wentLive()
 			s.event(EventNoPunch, ss.tcp, nil)
 		}
 		return false
@@ -131,6 +132,7 @@ func (ss *session) catchUpDone() bool {
 		return false
 	}
 	ss.mode.Store(modeLive)
+	ss.wentLive()
 	ss.heartbeat(ss.cursor - 1)
 	return true
 }

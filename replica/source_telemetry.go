@@ -13,6 +13,9 @@ import (
 // table.
 const DefaultMirrorRetention = 10 * time.Minute
 
+// DefaultMirrorRows is how many mirrors that left the table keeps at most.
+const DefaultMirrorRows = 256
+
 // MirrorInfo is one row of a source's table of mirrors (Server.Mirrors).
 //
 // Lag is measured against the source ring. LagRecords is the ring's
@@ -64,10 +67,11 @@ type telemetry struct {
 	index   seqIndex
 	half    uint64 // lag beyond this raises EventLagging
 	quarter uint64 // lag back to this raises EventLagRecovered
+	keepers int    // most rows of mirrors that left (ServerConfig.MirrorRows)
 }
 
-func newTelemetry(capacity uint64, w uint64, now time.Time) *telemetry {
-	t := &telemetry{changed: make(chan struct{}), half: capacity / 2, quarter: capacity / 4}
+func newTelemetry(capacity uint64, w uint64, now time.Time, keepers int) *telemetry {
+	t := &telemetry{changed: make(chan struct{}), half: capacity / 2, quarter: capacity / 4, keepers: keepers}
 	t.index.add(w, now)
 	return t
 }
@@ -106,7 +110,29 @@ func (t *telemetry) leave(ss *session, now time.Time, keep bool) {
 	if !keep || r.info.ID == 0 || t.connectedID(r.info.ID) {
 		t.remove(r)
 	}
+	t.trimLeft()
 	t.broadcast()
+}
+
+// trimLeft forgets the mirrors that left longest ago beyond t.keepers
+// (t.mu held): short connections that each report an identity cannot grow
+// the table without bound.
+func (t *telemetry) trimLeft() {
+	n := 0
+	for _, r := range t.rows {
+		if r.ss == nil {
+			n++
+		}
+	}
+	for ; n > t.keepers; n-- {
+		var oldest *mirrorRow
+		for _, r := range t.rows {
+			if r.ss == nil && (oldest == nil || r.left.Before(oldest.left)) {
+				oldest = r
+			}
+		}
+		t.remove(oldest)
+	}
 }
 
 // status records a STATUS from ss, taken at now while the ring's write_seq

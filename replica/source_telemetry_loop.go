@@ -38,8 +38,8 @@ func (t *telemetry) tick(w uint64, now time.Time, retention time.Duration) []Eve
 			t.broadcast()
 			continue
 		}
-		if !r.info.Reported {
-			continue
+		if !r.info.Reported || (r.ss != nil && !r.ss.live()) {
+			continue // a mirror still catching up is behind by design
 		}
 		i := t.infoOf(r, w, now)
 		switch {

@@ -8,8 +8,10 @@ import (
 // rings, where their readers can read it — and returns how many have. It
 // returns early with ctx's error when ctx ends (a deadline is the
 // timeout), or ErrClosed when the server closes, with the count reached so
-// far. Like Redis WAIT: only connected mirrors that report STATUS count,
-// and a mirror's word comes with its STATUS (every 100 ms by default). A
+// far. Like Redis WAIT: only connected, live mirrors (past their catch-up)
+// that report STATUS count, and a mirror's word comes with its STATUS
+// (every 100 ms by default); a STATUS claiming a record the session was
+// never sent ends that session. A
 // record a mirror lost by GAP counts as passed once the mirror applied a
 // later one. n ≤ 0 returns the count at once.
 func (s *Server) Wait(ctx context.Context, n int, seq uint64) (int, error) {
@@ -39,12 +41,13 @@ func (s *Server) Wait(ctx context.Context, n int, seq uint64) (int, error) {
 	}
 }
 
-// appliedCount counts the connected mirrors that reported applying seq
-// (t.mu held).
+// appliedCount counts the connected, live mirrors that reported applying
+// seq (t.mu held). A session still in its catch-up does not count: its
+// mirror has not shown it takes the stream.
 func (t *telemetry) appliedCount(seq uint64) int {
 	k := 0
 	for _, r := range t.rows {
-		if r.ss != nil && r.info.Reported && r.info.Applied >= seq {
+		if r.ss != nil && r.ss.live() && r.info.Reported && r.info.Applied >= seq {
 			k++
 		}
 	}

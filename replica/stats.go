@@ -64,9 +64,13 @@ type ServerStats struct {
 	Skipped       uint64 // records too large for a datagram (sent over TCP on request)
 
 	BadFrames   uint64 // TCP connections closed for a protocol error
-	BadPunches  uint64 // PUNCH datagrams with a wrong token, session or format
+	BadPunches  uint64 // PUNCH datagrams with a wrong token, session or format, or not from the session's TCP peer
 	BadDatagram uint64 // other datagrams that were dropped
 	Handoffs    uint64 // sender rounds run by Handoff, on a mirror's goroutine
+	// Refused counts connections closed at once for a limit (MaxConns,
+	// MaxConnsPerAddr, MaxPending); AcceptErrors the accepts that failed
+	// for want of file descriptors or memory (Serve backs off and goes on).
+	Refused, AcceptErrors uint64
 
 	LastSent uint64 // last sequence sent over UDP
 	WriteSeq uint64 // the ring's write_seq
