@@ -25,29 +25,33 @@ const (
 
 // limits are the admission counts, guarded by Server.mu.
 type limits struct {
-	conns   int                // connections open
-	perAddr map[netip.Addr]int // connections open per peer address
+	open    map[net.Conn]struct{} // connections admitted and not released (Close closes them)
+	conns   int                   // len(open)
+	perAddr map[netip.Addr]int    // connections open per peer address
 	pending int                // connections not live yet (handshake, catch-up)
 	warned  time.Time          // last EventRefused
 }
 
 // admit takes a connection into the counts, or says which limit refuses
 // it. A limit ≤ 0 is off.
-func (s *Server) admit(peer netip.Addr) error {
+func (s *Server) admit(c net.Conn, peer netip.Addr) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	l, c := &s.lim, &s.cfg
+	l, cfg := &s.lim, &s.cfg
 	switch {
-	case c.MaxConns > 0 && l.conns >= c.MaxConns:
+	case s.closed.Load(): // Close already closed the others (it sets closed under mu)
+		return ErrClosed
+	case cfg.MaxConns > 0 && l.conns >= cfg.MaxConns:
 		return errTooManyConns
-	case c.MaxConnsPerAddr > 0 && l.perAddr[peer] >= c.MaxConnsPerAddr:
+	case cfg.MaxConnsPerAddr > 0 && l.perAddr[peer] >= cfg.MaxConnsPerAddr:
 		return errTooManyFromAddr
-	case c.MaxPending > 0 && l.pending >= c.MaxPending:
+	case cfg.MaxPending > 0 && l.pending >= cfg.MaxPending:
 		return errTooManyPending
 	}
 	if l.perAddr == nil {
-		l.perAddr = map[netip.Addr]int{}
+		l.perAddr, l.open = map[netip.Addr]int{}, map[net.Conn]struct{}{}
 	}
+	l.open[c] = struct{}{}
 	l.conns++
 	l.perAddr[peer]++
 	l.pending++
@@ -62,10 +66,11 @@ var (
 
 // release drops a connection from the counts (pending: it never went
 // live).
-func (s *Server) release(peer netip.Addr, pending bool) {
+func (s *Server) release(c net.Conn, peer netip.Addr, pending bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := &s.lim
+	delete(l.open, c)
 	l.conns--
 	if l.perAddr[peer]--; l.perAddr[peer] <= 0 {
 		delete(l.perAddr, peer)

@@ -274,7 +274,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		}
 		failed = 0
 		peer := peerAddr(c)
-		if err := s.admit(peer); err != nil {
+		if err := s.admit(c, peer); err != nil {
 			s.refuse(c, err)
 			continue
 		}
@@ -306,10 +306,12 @@ func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, repla
 	}
 }
 
+// closeSessions closes every connection, those still in their handshake
+// too (they would hold Close up to the handshake's timeout).
 func (s *Server) closeSessions() {
 	s.mu.Lock()
-	for _, ss := range s.sessions {
-		ss.tcp.Close()
+	for c := range s.lim.open {
+		c.Close()
 	}
 	s.mu.Unlock()
 }

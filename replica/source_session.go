@@ -102,7 +102,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn, peer netip.Addr) {
 	ss := &session{srv: s, tcp: c, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
 		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
 	ss.pending.Store(true)
-	defer func() { s.release(peer, ss.pending.Load()) }()
+	defer func() { s.release(c, peer, ss.pending.Load()) }()
 	br := bufio.NewReader(c)
 	if err := ss.handshake(br); err != nil {
 		s.st.badConn.Add(1)

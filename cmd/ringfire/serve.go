@@ -42,6 +42,7 @@ type serveFlags struct {
 	duration, every        time.Duration
 	xdp                    xdpFlags
 	wait                   waitFlags
+	limits                 limitFlags
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -57,6 +58,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.batch, "batch", 0, "at most `N` records per frame (0: fill the MTU)")
 	fs.IntVar(&f.lingerUS, "linger-us", 0, "hold a partial frame up to `µs` for more records (0: none; -1: adaptive, 50 µs)")
 	f.wait.add(fs, "datagram sender")
+	f.limits.add(fs)
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
 	f.xdp.add(fs)
 	addRunFlags(fs, &f.duration, &f.every, &f.json)
@@ -141,6 +143,9 @@ func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig
 	}
 	var err error
 	if cfg.Wait, cfg.Pin, err = f.wait.check(); err != nil {
+		return cfg, err
+	}
+	if err := f.limits.apply(&cfg); err != nil {
 		return cfg, err
 	}
 	if f.multicast != "" {
@@ -236,6 +241,8 @@ func logEvent(log *slog.Logger, e replica.Event) {
 		}
 		log.Log(context.Background(), level, "mirror "+e.Kind.String(), "mirror", m.Name, "peer", e.Peer,
 			"applied", m.Applied, "lag_records", m.LagRecords, "lag", m.Lag.Round(time.Millisecond), "connected", m.Connected)
+	case replica.EventRefused, replica.EventAcceptFailed:
+		log.Warn("connection "+e.Kind.String(), "peer", e.Peer, "err", e.Err)
 	default:
 		log.Info("mirror "+e.Kind.String(), "peer", e.Peer, "err", e.Err)
 	}

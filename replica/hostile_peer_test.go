@@ -1,0 +1,193 @@
+package replica_test
+
+// Hostile peers against a source: a PUNCH for someone else, a STATUS
+// claiming what was never sent, more connections than the limits allow.
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
+	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// punchFrom sends a PUNCH for (session, token) to the source's UDP port
+// from u.
+func punchFrom(t *testing.T, u *replica.UDP, session uint8, token uint32, to netip.AddrPort) {
+	t.Helper()
+	var b [wire.HeaderSize]byte
+	wire.Header{Kind: wire.KindPunch, Flags: session, Seq: uint64(token)}.Put(b[:])
+	if _, err := u.SendBatch([]replica.Message{{Buf: b[:], Addr: to}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSpoofedPunchRefused: a peer with a session of its own sends its
+// PUNCH from another host (as a spoofed source address would): the source
+// refuses it (BadPunches) and sends that host nothing. The same PUNCH
+// from the peer's own host is accepted: only the address was wrong.
+func TestSpoofedPunchRefused(t *testing.T) {
+	lan, src := lanSource(t, 3, 1024)
+	srv := src.serve(replica.ServerConfig{UDPPort: 7403})
+	var c net.Conn
+	if err := lan.Hosts[1].Do(func() (err error) { c, err = net.DialTimeout("tcp", srv.Addr().String(), 5*time.Second); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, mc := biHandshake(t, c, wire.HelloUDP|wire.HelloUnicast)
+	to := netip.AddrPortFrom(lan.Addrs[0], mc.Port)
+	victim := newUDPIn(t, lan.Hosts[2], replica.UDPConfig{Iface: lan.Addrs[2]})
+	punchFrom(t, victim, mc.Session, mc.Token, to)
+	testenv.Until(t, 5*time.Second, "the spoofed PUNCH refused", func() bool { return srv.Stats().BadPunches >= 1 })
+	src.push(10)
+	attacker := newUDPIn(t, lan.Hosts[1], replica.UDPConfig{Iface: lan.Addrs[1]})
+	punchFrom(t, attacker, mc.Session, mc.Token, to)
+	ms := []replica.Message{{Buf: make([]byte, 2048)}}
+	n, err := attacker.RecvBatch(ms, 5*time.Second)
+	if err != nil || n != 1 {
+		t.Fatalf("the PUNCH from the session's own host got no datagram: n %d, %v; %+v", n, err, srv.Stats())
+	}
+	if k, _ := victim.RecvBatch(ms, 0); k != 0 {
+		t.Fatalf("the host named by the spoofed PUNCH got %d datagrams", k)
+	}
+	if st := srv.Stats(); st.BadPunches != 1 {
+		t.Fatalf("BadPunches %d, want 1: %+v", st.BadPunches, st)
+	}
+}
+
+// TestForgedStatusEndsSession: a peer claiming in STATUS to have applied
+// records the source never sent is cut off (BadFrames), and Server.Wait
+// never counts it.
+func TestForgedStatusEndsSession(t *testing.T) {
+	p, src := pairSource(t, 1024)
+	srv := src.serve(replica.ServerConfig{})
+	src.push(5)
+	c := dialTCP(t, p.B, srv.Addr().String())
+	h, _ := biHandshake(t, c, wire.HelloTelemetry)
+	if h.Flags&wire.GeometryTelemetry == 0 {
+		t.Fatalf("telemetry not acknowledged: %+v", h)
+	}
+	forged := wire.AppendStatus(nil, wire.Status{Applied: 1<<64 - 1, Interval: 100 * time.Millisecond, ID: 7, Name: "forger"})
+	if _, err := c.Write(forged); err != nil {
+		t.Fatal(err)
+	}
+	biExpectClosed(t, c)
+	testenv.Until(t, 5*time.Second, "the forger's session closed as a protocol error", func() bool { return srv.Stats().BadFrames >= 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if n, _ := srv.Wait(ctx, 1, 1000); n != 0 {
+		t.Fatalf("Wait counted %d mirrors for record 1000, which does not exist", n)
+	}
+	for _, m := range srv.Mirrors() {
+		if m.Applied > 5 {
+			t.Fatalf("the table believes the forgery: %+v", m)
+		}
+	}
+}
+
+// TestConnectionLimits: past MaxConnsPerAddr, and past MaxPending, new
+// connections are closed at once and counted; the legitimate mirror on
+// another host still connects and replicates.
+func TestConnectionLimits(t *testing.T) {
+	lan, src := lanSource(t, 3, 1024)
+	srv := src.serve(replica.ServerConfig{MaxConnsPerAddr: 4, MaxPending: 6})
+	idle := func(srv *replica.Server, ns int, n int) {
+		for range n {
+			dialTCP(t, lan.Hosts[ns], srv.Addr().String()) // never says HELLO: pending
+		}
+	}
+	idle(srv, 2, 10) // 4 admitted, 6 refused by the address limit
+	testenv.Until(t, 5*time.Second, "6 refused from one address", func() bool { return srv.Stats().Refused >= 6 })
+	idle(srv, 1, 3) // 2 more pending admitted (6 in all), then the pending limit
+	testenv.Until(t, 5*time.Second, "the pending limit", func() bool { return srv.Stats().Refused >= 7 })
+	if st := srv.Stats(); st.Refused != 7 {
+		t.Fatalf("refused %d connections, want 7: %+v", st.Refused, st)
+	}
+	// Refused connections are closed by the source: reading one ends.
+	var c net.Conn
+	if err := lan.Hosts[2].Do(func() (err error) { c, err = net.DialTimeout("tcp", srv.Addr().String(), 5*time.Second); return err }); err != nil {
+		t.Fatal(err)
+	}
+	biExpectClosed(t, c)
+	c.Close()
+	// The handshake timeout frees the pending slots of the idle peers only
+	// after 10 s; a mirror from the source's own host is refused until
+	// then, so the test lets the per-address slots be the only limit left.
+	src.close()
+	srv2 := src.serve(replica.ServerConfig{MaxConnsPerAddr: 4})
+	idle(srv2, 2, 6)
+	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
+	mr.connected()
+	src.push(100)
+	mr.waitFor(100, 10*time.Second)
+	if st := srv2.Stats(); st.Refused < 2 {
+		t.Fatalf("the address limit refused %d, want ≥ 2: %+v", st.Refused, st)
+	}
+	mr.close()
+	sameSlots(t, src.path, mr.path, 1)
+}
+
+// TestAcceptSurvivesEMFILE: with the process out of file descriptors,
+// Serve's accepts fail (AcceptErrors); it backs off and keeps accepting,
+// and once descriptors are free a mirror connects and replicates.
+func TestAcceptSurvivesEMFILE(t *testing.T) {
+	p, src := pairSource(t, 1024)
+	srv := src.serve(replica.ServerConfig{MaxConnsPerAddr: -1, MaxPending: -1})
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = uint64(len(fds) + 16)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if !restored {
+			restored = true
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	defer restore()
+	// Dial until the process has no descriptor left: the kernel completes
+	// the handshakes in the listen queue, the accepts fail.
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 64 {
+		var c net.Conn
+		if p.B.Do(func() (err error) { c, err = net.DialTimeout("tcp", srv.Addr().String(), time.Second); return err }) != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	testenv.Until(t, 10*time.Second, "an accept failing for want of descriptors", func() bool { return srv.Stats().AcceptErrors >= 1 })
+	restore()
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{From: fromOldest}, nil)
+	mr.connected()
+	src.push(100)
+	mr.waitFor(100, 10*time.Second)
+	mr.close()
+	sameSlots(t, src.path, mr.path, 1)
+	t.Logf("server %+v", srv.Stats())
+}
