@@ -28,8 +28,8 @@ type limits struct {
 	open    map[net.Conn]struct{} // connections admitted and not released (Close closes them)
 	conns   int                   // len(open)
 	perAddr map[netip.Addr]int    // connections open per peer address
-	pending int                // connections not live yet (handshake, catch-up)
-	warned  time.Time          // last EventRefused
+	pending int                   // connections not live yet (handshake, catch-up)
+	warned  time.Time             // last EventRefused
 }
 
 // admit takes a connection into the counts, or says which limit refuses
