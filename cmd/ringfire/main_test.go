@@ -119,6 +119,20 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"tail", ring, "--from", "0"}, `--from "0"`},
 		{[]string{"tail", ring, "--timeout", "soon"}, `invalid value "soon"`},
 		{[]string{"tail", ring, "--timeout", "-1s"}, "negative"},
+		{[]string{"serve", ring, "--multicast", "239.1.1.1:0"}, `--multicast "239.1.1.1:0"`},
+		{[]string{"serve", ring, "--ttl", "-1"}, "--ttl -1: want 1..255"},
+		{[]string{"serve", ring, "--ttl", "256"}, "--ttl 256: want 1..255"},
+		{[]string{"serve", ring, "--duration", "-1s"}, "--duration -1s"},
+		{[]string{"serve", ring, "--stats-interval", "-1s"}, "--stats-interval -1s"},
+		{[]string{"serve", ring, "--linger-us", "999999999999"}, "--linger-us 999999999999"},
+		{[]string{"serve", ring, "--mtu", "10"}, "--mtu 10"},
+		{[]string{"serve", ring, "--batch", "70000"}, "--batch 70000"},
+		{[]string{"serve", ring, "--max-conns", "0"}, "--max-conns 0"},
+		{[]string{"serve", ring, "--max-conns-per-addr", "-2"}, "--max-conns-per-addr -2"},
+		{[]string{"serve", ring, "--max-pending", "0"}, "--max-pending 0"},
+		{[]string{"mirror", "127.0.0.1:7400", ring, "--duration", "-1s"}, "--duration -1s"},
+		{[]string{"mirror", "nohost", ring}, `SOURCE "nohost"`},
+		{[]string{"mirror", "h:0", ring}, `port "0"`},
 	}
 	for _, tt := range tests {
 		_, _, err := runCmd(t, tt.args...)
@@ -189,4 +203,14 @@ func TestNotARing(t *testing.T) {
 		t.Fatal("stat of a 5-byte file succeeded")
 	}
 	wantContains(t, "error", err.Error(), "field file size", "truncated")
+}
+
+// TestErrorPrefixOnce: an error the library already names by the
+// subcommand is not prefixed twice ("mirror: mirror: connect ...").
+func TestErrorPrefixOnce(t *testing.T) {
+	ring := filepath.Join(t.TempDir(), "ring")
+	_, _, err := runCmd(t, "mirror", "127.0.0.1:1", ring, "--once", "--duration", "5s")
+	if err == nil || !strings.HasPrefix(err.Error(), "mirror: ") || strings.Contains(err.Error(), "mirror: mirror:") {
+		t.Fatalf("err %v, want one \"mirror: \" prefix", err)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -54,6 +55,12 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return helpOr(err)
 	}
+	if err := checkSource(pos[0]); err != nil {
+		return err
+	}
+	if err := checkRunFlags(duration, interval); err != nil {
+		return err
+	}
 	start, err := parseMirrorFrom(from)
 	if err != nil {
 		return err
@@ -96,6 +103,18 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	printMirrorStats(stdout, m.Stats(), asJSON)
 	return err
+}
+
+// checkSource checks that SOURCE is HOST:PORT with a port.
+func checkSource(s string) error {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return usagef("SOURCE %q: want HOST:PORT, the address serve's --bind listens on", s)
+	}
+	if p, err := strconv.ParseUint(port, 10, 16); err != nil || p == 0 {
+		return usagef("SOURCE %q: port %q is not 1..65535", s, port)
+	}
+	return nil
 }
 
 func parseMirrorFrom(s string) (replica.From, error) {

@@ -70,6 +70,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if err := checkRunFlags(f.duration, f.every); err != nil {
+		return err
+	}
 	tc, err := f.xdp.check()
 	if err != nil {
 		return err
@@ -148,18 +151,29 @@ func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig
 	if err := f.limits.apply(&cfg); err != nil {
 		return cfg, err
 	}
+	switch {
+	case f.ttl < 1 || f.ttl > 255:
+		return cfg, usagef("--ttl %d: want 1..255", f.ttl)
+	case f.lingerUS < -1 || f.lingerUS > 1_000_000:
+		return cfg, usagef("--linger-us %d: want -1 (adaptive), 0 (none) or up to 1000000 (1 s)", f.lingerUS)
+	case f.mtu < replica.MinMTU || f.mtu > replica.MaxMTU:
+		return cfg, usagef("--mtu %d: want %d..%d bytes", f.mtu, replica.MinMTU, replica.MaxMTU)
+	case f.batch < 0 || f.batch > 65535:
+		return cfg, usagef("--batch %d: want 0 (fill the MTU) .. 65535", f.batch)
+	case f.udp < 0 || f.udp > 65535:
+		return cfg, usagef("--udp %d: want a port, 1..65535 (0: none)", f.udp)
+	case f.dup < 1 || f.dup > 16:
+		return cfg, usagef("--dup %d: want 1..16", f.dup)
+	}
 	if f.multicast != "" {
 		g, err := netip.ParseAddrPort(f.multicast)
-		if err != nil || !g.Addr().Is4() || !g.Addr().IsMulticast() {
+		if err != nil || !g.Addr().Is4() || !g.Addr().IsMulticast() || g.Port() == 0 {
 			return cfg, usagef("--multicast %q: want an IPv4 multicast GROUP:PORT such as 239.255.0.1:7401", f.multicast)
 		}
 		cfg.Multicast = g
 	}
 	if cfg.Iface, err = ifaceAddr(f.iface); err != nil {
 		return cfg, err
-	}
-	if f.udp < 0 || f.udp > 65535 || f.dup < 1 || f.dup > 16 || f.batch < 0 {
-		return cfg, usagef("--udp must be a port, --dup 1..16, --batch ≥ 0")
 	}
 	return cfg, nil
 }
@@ -180,6 +194,17 @@ func ifaceAddr(s string) (netip.Addr, error) {
 		return a, usagef("--iface %q: %v", s, err)
 	}
 	return a, nil
+}
+
+// checkRunFlags checks the values addRunFlags parsed.
+func checkRunFlags(duration, interval time.Duration) error {
+	if duration < 0 {
+		return usagef("--duration %v: want 0 (until a signal) or a positive duration", duration)
+	}
+	if interval < 0 {
+		return usagef("--stats-interval %v: want 0 (only at the end) or a positive interval", interval)
+	}
+	return nil
 }
 
 func addRunFlags(fs *flag.FlagSet, duration, interval *time.Duration, asJSON *bool) {

@@ -66,6 +66,9 @@ func (p *Program) Run(ctx context.Context, args []string, stdout, stderr io.Writ
 	for _, c := range p.Commands {
 		if c.Name == name {
 			if err := c.Run(ctx, rest, stdout, stderr); err != nil {
+				if strings.HasPrefix(err.Error(), name+": ") {
+					return err // "mirror: connect ...", not "mirror: mirror: connect ..."
+				}
 				return fmt.Errorf("%s: %w", name, err)
 			}
 			return nil
