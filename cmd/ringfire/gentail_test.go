@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/synth"
+	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -239,4 +240,32 @@ func TestGenLosslessCancelWhileBlocked(t *testing.T) {
 		t.Fatal("gen did not stop when cancelled")
 	}
 	wantContains(t, "gen", stdout.String(), "wrote ")
+}
+
+// TestTailFollowsReplacedRing: a ring created afresh at tail's path (a
+// restarted producer, a mirror's fresh ring) is noticed and reattached;
+// the new ring's records are read and validated.
+func TestTailFollowsReplacedRing(t *testing.T) {
+	// Lossless rings have a reader registry: the test sees tail's cursor.
+	path := genRing(t, "--count", "100", "--capacity", "1024", "--lossless")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"tail", path, "--from", "oldest", "--quiet", "--count", "150"}, &stdout, &stderr) }()
+	old, err := shm.Open(path, shm.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer old.Close()
+	testenv.Until(t, 10*time.Second, "tail reading the first ring to its end", func() bool {
+		rs, err := old.Readers()
+		return err == nil && len(rs) == 1 && rs[0].Cursor == 101
+	})
+	mustRun(t, "gen", path, "--count", "50", "--capacity", "1024", "--lossless")
+	if err := <-done; err != nil {
+		t.Fatalf("tail: %v\n%s", err, stderr.String())
+	}
+	wantContains(t, "tail", stdout.String(), "received 150,", "checksum errors 0, sequence errors 0", "rings replaced and reattached 1")
+	wantContains(t, "tail's stderr", stderr.String(), "was replaced")
 }

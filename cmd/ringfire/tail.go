@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"time"
 
@@ -52,6 +53,10 @@ type tailer struct {
 	received, gaps, badSum, badSeq uint64
 	first, last                    uint64
 	idle                           bool // stopped by --timeout
+
+	path       string            // the ring's path, to reattach
+	wait       *shm.WaitStrategy // the reader's wait, to reattach
+	reattached int               // rings replaced under us and reattached
 }
 
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -95,6 +100,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // open attaches the reader (or, with --queue, the queue consumer).
 func (t *tailer) open(path string, opts shm.ReadOptions, wait *shm.WaitStrategy) error {
+	t.path, t.wait = path, wait
 	if t.queue {
 		q, err := shm.OpenQueueReader(path, shm.QueueOptions{Wait: wait})
 		if err != nil {
@@ -151,6 +157,11 @@ func (t *tailer) loop(ctx context.Context) error {
 			if err := t.out.Flush(); err != nil {
 				return err
 			}
+			if t.rd.Ring().Replaced() {
+				if err := t.reattach(); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if err != nil {
@@ -159,6 +170,36 @@ func (t *tailer) loop(ctx context.Context) error {
 		lastAt = time.Now()
 		t.check(seq, buf)
 	}
+	return nil
+}
+
+// reattach follows a ring replaced at the path — a restarted producer, or
+// a mirror that started a fresh ring (a new file) when its source
+// restarted: the old mapping never moves again. It goes on after the last
+// record read (from the new ring's oldest if that is gone).
+func (t *tailer) reattach() error {
+	opts := shm.ReadOptions{Start: shm.StartOldest}
+	if t.received > 0 {
+		opts = shm.ReadOptions{Start: shm.StartSequence, Sequence: t.last + 1}
+	}
+	old := t.rd
+	if err := t.open(t.path, opts, t.wait); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil // not there yet: the next slice looks again
+		}
+		return fmt.Errorf("reattach %s: %w", t.path, err)
+	}
+	if w := t.rd.Ring().WriteSeq(); t.received > 0 && w < t.last {
+		// Numbered afresh (a restarted producer): from its oldest.
+		t.rd.Close()
+		if err := t.open(t.path, shm.ReadOptions{Start: shm.StartOldest}, t.wait); err != nil {
+			t.rd = old
+			return fmt.Errorf("reattach %s: %w", t.path, err)
+		}
+	}
+	old.Close()
+	t.reattached++
+	fmt.Fprintf(t.errOut, "tail: %s was replaced (a new producer, or a mirror's fresh ring); reattached\n", t.path)
 	return nil
 }
 
@@ -203,6 +244,9 @@ func (t *tailer) summary() {
 		t.received, lost, t.lost(), t.gaps, t.badSum, t.badSeq)
 	if t.received > 0 {
 		fmt.Fprintf(t.out, " (seq %d..%d)", t.first, t.last)
+	}
+	if t.reattached > 0 {
+		fmt.Fprintf(t.out, "; rings replaced and reattached %d", t.reattached)
 	}
 	if t.idle {
 		fmt.Fprintf(t.out, "; stopped after %v without a record", t.timeout)
