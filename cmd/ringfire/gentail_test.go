@@ -252,7 +252,9 @@ func TestTailFollowsReplacedRing(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"tail", path, "--from", "oldest", "--quiet", "--count", "150"}, &stdout, &stderr) }()
+	go func() {
+		done <- run(ctx, []string{"tail", path, "--from", "oldest", "--quiet", "--count", "150"}, &stdout, &stderr)
+	}()
 	old, err := shm.Open(path, shm.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
