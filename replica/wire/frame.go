@@ -20,10 +20,18 @@ const (
 	KindMulticast Kind = 7 // source → mirror, TCP
 	KindPunch     Kind = 8 // mirror → source, UDP
 	KindStatus    Kind = 9 // mirror → source, TCP, only after GeometryTelemetry
-	kindLast           = KindStatus
+	// KindSession: source → mirror, TCP, keyed connections only (inside
+	// TLS, after GEOMETRY and MULTICAST): the source incarnation.
+	KindSession Kind = 10
+	// KindError: source → mirror, TCP: why the source refuses the
+	// connection (a keyed source to a peer without the key, and the
+	// reverse), just before it closes.
+	KindError Kind = 11
+	kindLast       = KindError
 )
 
-var kindNames = [...]string{"", "HELLO", "GEOMETRY", "DATA", "GAP", "HEARTBEAT", "NAK", "MULTICAST", "PUNCH", "STATUS"}
+var kindNames = [...]string{"", "HELLO", "GEOMETRY", "DATA", "GAP", "HEARTBEAT", "NAK", "MULTICAST", "PUNCH", "STATUS",
+	"SESSION", "ERROR"}
 
 func (k Kind) String() string {
 	if k >= 1 && k <= kindLast {
@@ -63,6 +71,9 @@ const (
 	// HelloTelemetry: the mirror can report STATUS frames (an extension;
 	// the source acknowledges it with GeometryTelemetry).
 	HelloTelemetry uint8 = 1 << 2
+	// HelloKeyed: the mirror speaks the keyed extension (it sends HELLO
+	// inside TLS; the source answers GEOMETRY, MULTICAST, then SESSION).
+	HelloKeyed uint8 = 1 << 3
 )
 
 // GEOMETRY flags.
@@ -141,6 +152,8 @@ func fixedLen(k Kind) (int, bool) {
 		return NakSize, true
 	case KindStatus:
 		return StatusSize, true
+	case KindSession:
+		return SessionSize, true
 	case KindGap, KindHeartbeat, KindPunch:
 		return 0, true
 	}
