@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
+	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -77,6 +78,12 @@ type MirrorConfig struct {
 	// hub that serves the mirror ring again in this process passes its
 	// Server's Handoff, so the records leave without a wake-up.
 	Published func(seq uint64)
+	// Key, when set, makes replication keyed (ServerConfig.Key): the
+	// source must hold the same secret, or the connection fails with
+	// ErrKeyRequired or ErrRefused. Encrypt, with a Key, refuses a source
+	// whose datagrams are not encrypted.
+	Key     *auth.Key
+	Encrypt bool
 }
 
 // Mirror keeps a local ring identical to a source ring: same sequence
@@ -89,7 +96,7 @@ type Mirror struct {
 	geom  wire.Geometry
 	c     *conn // the current connection, nil between connections
 
-	session    uint8
+	session    uint64 // the source's session: its byte, or the keyed SESSION id
 	hasSession bool
 	// restarted: the source restarted under a resumed ring; the next
 	// connection starts a fresh ring from the configured start.

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -37,6 +38,10 @@ type conn struct {
 	udp  Transport
 	mc   wire.Multicast
 	spec DatagramSpec
+	// open checks the keyed source's datagrams, punchSeal seals our
+	// PUNCHes (nil without a key); the mirror's loop uses both.
+	open      *auth.Opener
+	punchSeal *auth.Sealer
 
 	// telemetry: the source takes STATUS; the run loop hands frames to
 	// the status writer through status (the newest wins).

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -60,8 +61,13 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
 	var d net.Dialer
-	tc, err := d.DialContext(ctx, "tcp", m.cfg.Source)
+	raw, err := d.DialContext(ctx, "tcp", m.cfg.Source)
 	if err != nil {
+		return fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, err)
+	}
+	tc, err := m.secure(ctx, raw)
+	if err != nil {
+		raw.Close()
 		return fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, err)
 	}
 	c := newConn(tc)
@@ -90,6 +96,9 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 	if !m.cfg.NoTelemetry {
 		flags |= wire.HelloTelemetry
 	}
+	if m.cfg.Key != nil {
+		flags |= wire.HelloKeyed
+	}
 	if !m.cfg.TCPOnly {
 		flags |= wire.HelloUDP
 		if m.cfg.Unicast {
@@ -99,9 +108,12 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 	if _, err := c.tcp.Write(wire.AppendHello(nil, m.helloStart(), wire.Hello{Flags: flags})); err != nil {
 		return err
 	}
-	h, p, err := c.readFrame(wire.GeometrySize)
+	h, p, err := c.readFrame(max(wire.GeometrySize, wire.MaxErrorLen))
 	if err != nil {
 		return err
+	}
+	if h.Kind == wire.KindError {
+		return refusal(h, p)
 	}
 	if h.Kind != wire.KindGeometry {
 		return fmt.Errorf("%w: expected GEOMETRY, got %v", wire.ErrMalformed, h.Kind)
@@ -123,7 +135,15 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 			return err
 		}
 	}
-	if err := m.prepareRing(g, h, mc); err != nil {
+	sid, hasSID := uint64(mc.Session), h.Flags&wire.GeometryMulticast != 0
+	if m.cfg.Key != nil {
+		s, err := m.readSession(c)
+		if err != nil {
+			return err
+		}
+		sid, hasSID = s.ID, true
+	}
+	if err := m.prepareRing(g, h, sid, hasSID); err != nil {
 		return err
 	}
 	c.telemetry = !m.cfg.NoTelemetry && h.Flags&wire.GeometryTelemetry != 0
@@ -137,19 +157,19 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 
 // prepareRing keeps the current mirror ring when the source continues it,
 // or starts a fresh one (RESET, another layout, a restarted source).
-func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) error {
+func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, sid uint64, hasSID bool) error {
 	l, err := g.MirrorLayout()
 	if err != nil {
 		return err
 	}
-	restarted := m.hasSession && h.Flags&wire.GeometryMulticast != 0 && mc.Session != m.session
+	restarted := m.hasSession && hasSID && sid != m.session
 	if restarted && h.Flags&wire.GeometryReset == 0 && m.ring != nil {
 		// The new source answered a resume of the old one's ring: its
 		// records before h.Seq would never come. Start over with a fresh
 		// ring, asking from the configured start.
 		m.ring.close()
 		m.ring, m.seq, m.hasSession, m.restarted = nil, nil, false, true
-		return fmt.Errorf("the source restarted (session %d, was %d): reconnecting for a fresh ring", mc.Session, m.session)
+		return fmt.Errorf("the source restarted (session %#x, was %#x): reconnecting for a fresh ring", sid, m.session)
 	}
 	keep := h.Flags&wire.GeometryReset == 0 && !restarted
 	if m.ring != nil && (!keep || m.ring.w.Ring().Layout() != l) {
@@ -197,8 +217,8 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, mc wire.Multicast) 
 			return err
 		}
 	}
-	if h.Flags&wire.GeometryMulticast != 0 {
-		m.session, m.hasSession = mc.Session, true
+	if hasSID {
+		m.session, m.hasSession = sid, true
 	}
 	return nil
 }
@@ -237,9 +257,13 @@ func (m *Mirror) punch(now time.Time) error {
 	if c == nil {
 		return nil
 	}
-	var b [wire.HeaderSize]byte
+	var b [wire.HeaderSize + auth.Overhead]byte
 	wire.Header{Kind: wire.KindPunch, Flags: c.mc.Session, Seq: uint64(c.mc.Token)}.Put(b[:])
-	msg := []Message{{Buf: b[:], Addr: c.spec.Source}}
+	p := b[:wire.HeaderSize]
+	if c.punchSeal != nil {
+		p = c.punchSeal.Seal(p)
+	}
+	msg := []Message{{Buf: p, Addr: c.spec.Source}}
 	m.lastPunch = now
 	if _, err := c.udp.SendBatch(msg); err != nil {
 		return fmt.Errorf("punch %v: %w", c.spec.Source, err)

@@ -178,7 +178,11 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 			m.stats.Foreign++
 			continue
 		}
-		if err := m.handleDatagram(ms[i].Buf[:ms[i].N]); err != nil {
+		b, ok := m.openDatagram(c, ms[i].Buf[:ms[i].N])
+		if !ok {
+			continue
+		}
+		if err := m.handleDatagram(b); err != nil {
 			return k, err
 		}
 		// Readers get each datagram's records as soon as they are applied,

@@ -34,13 +34,19 @@ func (s *Server) punchLoop(ctx context.Context) {
 
 func (s *Server) punch(b []byte, from netip.AddrPort) {
 	h, err := wire.ParseHeader(b, 0)
-	if err != nil || len(b) != wire.HeaderSize || h.Kind != wire.KindPunch {
+	if err != nil || len(b) != wire.HeaderSize+s.overhead() || h.Kind != wire.KindPunch {
 		s.st.badDgram.Add(1)
 		return
 	}
 	s.mu.Lock()
 	ss := s.sessions[uint32(h.Seq)]
 	s.mu.Unlock()
+	if s.keyed != nil && ss != nil {
+		if _, err := ss.punchOpen.Open(b); err != nil {
+			s.st.badPunch.Add(1) // forged, or replayed
+			return
+		}
+	}
 	if h.Flags != s.session || h.Seq>>32 != 0 || ss == nil || !ss.unicast.Load() {
 		s.st.badPunch.Add(1)
 		return

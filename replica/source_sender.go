@@ -8,6 +8,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/internal/trace"
+	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 	"golang.org/x/sys/unix"
@@ -43,14 +44,14 @@ type sender struct {
 	lastSend  time.Time     // last datagram of any kind
 	hbEvery   time.Duration // the next heartbeat's interval after lastSend
 	pending   bool          // a partial frame waits for its linger
-	hb        [wire.HeaderSize]byte
+	hb        []byte // a heartbeat datagram, with room for its seal
 	ws        shm.WaitStrategy
 }
 
 func newSender(s *Server) *sender {
 	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.lastSent.Load() + 1,
 		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: ringWait(s.cfg.Wait),
-		hbEvery: udpHeartbeat}
+		hbEvery: udpHeartbeat, hb: make([]byte, wire.HeaderSize, wire.HeaderSize+auth.Overhead)}
 	for i := range sn.frames {
 		sn.frames[i] = make([]byte, 0, MaxMTU)
 	}
@@ -129,14 +130,14 @@ func (sn *sender) build(now time.Time, w uint64) int {
 	nf := 0
 	sn.pending, sn.count = false, 0
 	for sn.next <= w && nf < sendFrames {
-		buf, count, why := sn.feed.fill(sn.frames[nf][:0], sn.next, w, sn.mtu, s.batch())
+		buf, count, why := sn.feed.fill(sn.frames[nf][:0], sn.next, w, sn.mtu-s.overhead(), s.batch())
 		if why == stopCaughtUp && count > 0 && s.cfg.Linger > 0 && now.Sub(sn.lastFlush) < s.cfg.Linger {
 			sn.pending = true
 			break
 		}
 		if count > 0 {
 			buf[1] = s.session // a datagram's flags carry the session
-			sn.frames[nf], sn.firsts[nf] = buf, sn.next
+			sn.frames[nf], sn.firsts[nf] = s.seal(buf), sn.next
 			sn.count += uint64(count)
 			nf++
 			sn.next += uint64(count)
@@ -208,8 +209,8 @@ func (sn *sender) appendDests(ms []Message, b []byte, dests []netip.AddrPort) []
 // the last datagram notices and NAKs.
 func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
 	s := sn.s
-	wire.Header{Kind: wire.KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:])
-	sn.msgs = sn.appendDests(sn.msgs[:0], sn.hb[:], dests)
+	wire.Header{Kind: wire.KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:wire.HeaderSize])
+	sn.msgs = sn.appendDests(sn.msgs[:0], s.seal(sn.hb[:wire.HeaderSize]), dests)
 	n, _ := s.udp.SendBatch(sn.msgs)
 	s.st.heartbeats.Add(1)
 	s.st.datagrams.Add(uint64(n))

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -63,6 +64,13 @@ type ServerConfig struct {
 	// once and counted (ServerStats.Refused). 0: DefaultMaxConns,
 	// DefaultMaxConnsPerAddr, DefaultMaxPending; negative: no limit.
 	MaxConns, MaxConnsPerAddr, MaxPending int
+	// Key, when set, makes replication keyed: mirrors must hold the same
+	// secret (TLS on TCP with both ends authenticated by it, datagrams
+	// sealed with a key derived from it); every other peer is refused
+	// with an ERROR frame saying why. Encrypt, with a Key, also encrypts
+	// the datagrams' payloads (TCP is always encrypted under a key).
+	Key     *auth.Key
+	Encrypt bool
 	// MirrorRows is the most mirrors that left kept in Mirrors, the
 	// longest gone forgotten first (default DefaultMirrorRows; negative:
 	// none).
@@ -80,6 +88,7 @@ type Server struct {
 	udp     Transport
 	session uint8
 	mtu     int
+	keyed   *keyed // ServerConfig.Key's state (nil: no key)
 
 	// lastSent is the last sequence the datagram stream is done with:
 	// every record up to it was handed to the transport (or skipped as
@@ -169,6 +178,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Spin {
 		cfg.Wait = WaitSpin
 	}
+	if cfg.Encrypt && cfg.Key == nil {
+		return nil, fmt.Errorf("replica: Encrypt needs a Key: %w", ErrKeyRequired)
+	}
 	if err := cfg.Pin.check(); err != nil {
 		return nil, err
 	}
@@ -178,6 +190,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}}
 	s.session = randomByte()
+	if cfg.Key != nil {
+		if s.keyed, err = newKeyed(cfg.Key, cfg.Encrypt); err != nil {
+			ring.Close()
+			return nil, fmt.Errorf("replica: key: %w", err)
+		}
+		s.session = byte(s.keyed.session.ID) // datagrams carry its low byte
+	}
 	// The datagram stream starts after what the ring holds now; sessions
 	// accepted before the sender runs must already see that.
 	s.lastSent.Store(ring.WriteSeq())

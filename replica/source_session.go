@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -34,6 +35,10 @@ type session struct {
 	tcp   net.Conn
 	peer  netip.Addr // the TCP peer's address: the only one whose PUNCH counts
 	token uint32
+	// punchOpen checks the PUNCHes of a keyed session (nil without a
+	// key). Set by serveConn before the handshake registers the session
+	// (s.mu publishes it to punchLoop, its only user after that).
+	punchOpen *auth.Opener
 	// pending: the session counts as not live yet (ServerConfig.MaxPending).
 	// Stored true by serveConn before the session starts; cleared once by
 	// wentLive (CompareAndSwap, from the handshake or the writer
@@ -97,12 +102,25 @@ type session struct {
 }
 
 // serveConn runs one mirror's session until it disconnects or ctx ends.
-func (s *Server) serveConn(ctx context.Context, c net.Conn, peer netip.Addr) {
-	defer c.Close()
+func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
+	defer raw.Close()
+	pending := true
+	defer func() { s.release(raw, peer, pending) }()
+	c, err := s.secure(ctx, raw)
+	if err != nil {
+		s.st.badConn.Add(1)
+		s.event(EventRejected, raw, err)
+		return
+	}
 	ss := &session{srv: s, tcp: c, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
 		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
 	ss.pending.Store(true)
-	defer func() { s.release(c, peer, ss.pending.Load()) }()
+	defer func() { pending = ss.pending.Load() }() // runs before release
+	if err := ss.keyPunch(); err != nil {
+		s.st.badConn.Add(1)
+		s.event(EventRejected, raw, err)
+		return
+	}
 	br := bufio.NewReader(c)
 	if err := ss.handshake(br); err != nil {
 		s.st.badConn.Add(1)
@@ -159,7 +177,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		flags |= wire.GeometryTelemetry
 		ss.telemetry = true
 	}
-	b := make([]byte, 0, 2*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize)
+	b := make([]byte, 0, 3*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize+wire.SessionSize)
 	mc, udp := s.datagramsFor(hello, ss.token)
 	ss.mode.Store(modeStream)
 	if udp {
@@ -175,6 +193,9 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	b = wire.AppendGeometry(b, first, flags, wire.GeometryOf(s.ring.Layout()))
 	if udp {
 		b = wire.AppendMulticast(b, mc)
+	}
+	if s.keyed != nil {
+		b = wire.AppendSession(b, s.keyed.session)
 	}
 	if _, err = ss.tcp.Write(b); err != nil {
 		return err

@@ -29,6 +29,10 @@ type MirrorStats struct {
 	// sends those (it cannot hold them), so they are forged or confused,
 	// and dropped without a NAK.
 	FarAhead uint64
+	// BadAuth counts datagrams of a keyed source that failed their tag
+	// (forged, tampered, another key or source incarnation); Replayed
+	// those whose counter was seen before (a replay, or a --dup copy).
+	BadAuth, Replayed uint64
 
 	Held      int    // datagrams held ahead of a hole now
 	Next      uint64 // next sequence the mirror will write

@@ -1,0 +1,137 @@
+package replica
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/auth"
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// Errors of keyed replication.
+var (
+	// ErrKeyRequired: a keyed source refused a peer without the key (or
+	// a mirror with a key met a source without one).
+	ErrKeyRequired = errors.New("replica: the peer does not use the key")
+	// ErrRefused: the source refused the connection; its ERROR frame says
+	// why.
+	ErrRefused = errors.New("replica: the source refused the connection")
+)
+
+// tlsRecord is the first byte of a TLS handshake record.
+const tlsRecord = 0x16
+
+// keyed is a source's keyed state (ServerConfig.Key): the incarnation
+// every mirror derives the datagram key from, and the sealer. sealer is
+// used only in sender rounds (under Server.sendMu).
+type keyed struct {
+	key     *auth.Key
+	session wire.Session
+	sealer  *auth.Sealer
+}
+
+func newKeyed(k *auth.Key, encrypt bool) (*keyed, error) {
+	kd := &keyed{key: k, session: wire.Session{Encrypt: encrypt}}
+	copy(kd.session.Incarnation[:], auth.NewIncarnation())
+	kd.session.ID = binary.LittleEndian.Uint64(kd.session.Incarnation[:])
+	s, _, err := k.Datagrams(kd.session.Incarnation[:], encrypt)
+	if err != nil {
+		return nil, err
+	}
+	kd.sealer = s
+	return kd, nil
+}
+
+// secure reads the peer's first byte and returns the connection the
+// session speaks over: TLS with the shared key for a keyed source, the
+// plain connection otherwise. A peer that does not match (plain HELLO to a
+// keyed source, a TLS handshake to a plain one) is told why in an ERROR
+// frame and refused.
+func (s *Server) secure(ctx context.Context, c net.Conn) (net.Conn, error) {
+	c.SetDeadline(time.Now().Add(helloTimeout))
+	defer c.SetDeadline(time.Time{})
+	var first [1]byte
+	if _, err := io.ReadFull(c, first[:]); err != nil {
+		return nil, eofErr(err)
+	}
+	pc := &prefixConn{Conn: c, prefix: first[:]}
+	switch keyedPeer := first[0] == tlsRecord; {
+	case s.keyed == nil && !keyedPeer:
+		return pc, nil
+	case s.keyed == nil:
+		c.Write(wire.AppendError(nil, "this source has no key: run the mirror without --key"))
+		return nil, fmt.Errorf("%w: a TLS handshake to a source without a key", ErrKeyRequired)
+	case !keyedPeer:
+		c.Write(wire.AppendError(nil, "this source requires its key: run the mirror with --key"))
+		return nil, fmt.Errorf("%w: a plain HELLO to a keyed source", ErrKeyRequired)
+	}
+	tc := tls.Server(pc, s.keyed.key.ServerTLS())
+	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		return nil, fmt.Errorf("%w: TLS: %w", ErrKeyRequired, err)
+	}
+	return tc, nil
+}
+
+// punchKey is the PUNCH key of a keyed session, from the TLS exporter
+// (both ends compute it).
+func punchKey(c net.Conn) ([]byte, error) {
+	tc, ok := c.(*tls.Conn)
+	if !ok {
+		return nil, nil
+	}
+	st := tc.ConnectionState()
+	return st.ExportKeyingMaterial("ringfire punch", nil, 32)
+}
+
+// prefixConn is a connection whose first bytes were already read.
+type prefixConn struct {
+	net.Conn
+	prefix []byte
+}
+
+func (p *prefixConn) Read(b []byte) (int, error) {
+	if len(p.prefix) > 0 {
+		n := copy(b, p.prefix)
+		p.prefix = p.prefix[n:]
+		return n, nil
+	}
+	return p.Conn.Read(b)
+}
+
+// overhead is what sealing adds to each datagram (0 without a key).
+func (s *Server) overhead() int {
+	if s.keyed == nil {
+		return 0
+	}
+	return auth.Overhead
+}
+
+// seal seals a datagram of the sender (a sender round) when keyed.
+func (s *Server) seal(b []byte) []byte {
+	if s.keyed == nil {
+		return b
+	}
+	return s.keyed.sealer.Seal(b)
+}
+
+// keyPunch makes the PUNCH opener of a keyed session.
+func (ss *session) keyPunch() error {
+	km, err := punchKey(ss.tcp)
+	if err != nil || km == nil {
+		return err
+	}
+	_, open, err := auth.NewPair(km, false)
+	if err != nil {
+		return err
+	}
+	ss.punchOpen = open()
+	return nil
+}
