@@ -120,8 +120,8 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	}
 	cfg.Transports = strings.Split(f.transports, ",")
 	for _, t := range cfg.Transports {
-		if !slices.Contains(bench.Transports, t) {
-			return cfg, usagef("--transports: unknown %q (have %s)", t, strings.Join(bench.Transports, ", "))
+		if !bench.ValidTransport(t) {
+			return cfg, usagef("--transports: unknown %q (have %s, each optionally +%s)", t, strings.Join(bench.Transports, ", "), strings.Join(bench.KeyModes, " or +"))
 		}
 	}
 	cfg.Sections = strings.Split(f.sections, ",")

@@ -25,6 +25,7 @@ var commands = []cli.Command{
 	{Name: "serve", Summary: "serve a ring to mirrors over TCP, UDP multicast or UDP unicast", Run: runServe},
 	{Name: "mirror", Summary: "keep a local copy of a served ring, same sequence numbers", Run: runMirror},
 	{Name: "mirrors", Summary: "print the mirrors of a serve --metrics ADDR: applied, lag, NAKs, gaps", Run: runMirrors},
+	{Name: "keygen", Summary: "write a fresh secret for serve --key and mirror --key", Run: runKeygen},
 }
 
 var program = &cli.Program{Name: "ringfire", Synopsis: "COMMAND PATH [flags]",

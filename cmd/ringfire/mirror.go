@@ -48,6 +48,8 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Var(&ms, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
 	fs.BoolVar(&noTelemetry, "no-telemetry", false, "do not report STATUS to the source (version-1 behaviour)")
 	anySource := fs.Bool("any-source", false, "accept datagrams from any address (default: only from the source's)")
+	var kf keyFlags
+	kf.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
 	var xf xdpFlags
 	xf.add(fs)
 	addRunFlags(fs, &duration, &interval, &asJSON)
@@ -73,6 +75,10 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	key, err := kf.load()
+	if err != nil {
+		return err
+	}
 	if reconnectMS <= 0 {
 		return usagef("--reconnect-ms must be positive")
 	}
@@ -86,7 +92,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
 		TCPOnly: tcp, Iface: ifa, Once: once, Wait: mode, Pin: pin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
 		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, Events: mirrorEvents(log, time.Now),
-		MaxRingSize: ms.opt(), AnySource: *anySource})
+		MaxRingSize: ms.opt(), AnySource: *anySource, Key: key, Encrypt: kf.encrypt})
 	if err != nil {
 		return err
 	}

@@ -61,15 +61,23 @@ func TestServeMirrorCommands(t *testing.T) {
 		name        string
 		serve, mirr []string
 		transport   string
+		keyed       bool // both ends get a fresh key (ringfire keygen) and --encrypt
 	}{
-		{"tcp", nil, []string{"--tcp"}, "tcp"},
-		{"multicast", []string{"--multicast", "239.255.0.1:7401"}, nil, "udp multicast"},
-		{"unicast", []string{"--udp", "7403", "--dup", "2"}, []string{"--unicast"}, "udp unicast"},
+		{"tcp", nil, []string{"--tcp"}, "tcp", false},
+		{"multicast", []string{"--multicast", "239.255.0.1:7401"}, nil, "udp multicast", false},
+		{"unicast", []string{"--udp", "7403", "--dup", "2"}, []string{"--unicast"}, "udp unicast", false},
+		{"keyed unicast", []string{"--udp", "7403"}, []string{"--unicast"}, "udp unicast", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := netns.NewPair(t)
 			dir := t.TempDir()
 			src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+			if tc.keyed {
+				key := filepath.Join(dir, "key")
+				mustRun(t, "keygen", key)
+				keyed := []string{"--key", key, "--encrypt"}
+				tc.serve, tc.mirr = append(tc.serve, keyed...), append(tc.mirr, keyed...)
+			}
 			mustRun(t, "gen", src, "--count", "20000", "--size", "56", "--capacity", "65536")
 			bind := p.AAddr.String() + ":7400"
 			sdone, sout, serr := runIn(p.A, append([]string{"serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "3s"}, tc.serve...)...)

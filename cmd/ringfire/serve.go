@@ -43,6 +43,7 @@ type serveFlags struct {
 	xdp                    xdpFlags
 	wait                   waitFlags
 	limits                 limitFlags
+	key                    keyFlags
 }
 
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,6 +60,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&f.lingerUS, "linger-us", 0, "hold a partial frame up to `µs` for more records (0: none; -1: adaptive, 50 µs)")
 	f.wait.add(fs, "datagram sender")
 	f.limits.add(fs)
+	f.key.add(fs, "with --key, also encrypt the datagrams' payloads (TCP is always encrypted under a key)")
 	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
 	f.xdp.add(fs)
 	addRunFlags(fs, &f.duration, &f.every, &f.json)
@@ -151,6 +153,10 @@ func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig
 	if err := f.limits.apply(&cfg); err != nil {
 		return cfg, err
 	}
+	if cfg.Key, err = f.key.load(); err != nil {
+		return cfg, err
+	}
+	cfg.Encrypt = f.key.encrypt
 	switch {
 	case f.ttl < 1 || f.ttl > 255:
 		return cfg, usagef("--ttl %d: want 1..255", f.ttl)

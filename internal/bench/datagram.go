@@ -7,6 +7,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/transport"
 )
 
@@ -14,7 +15,7 @@ import (
 // transport's ping-pong ("" for none: multicast and TCP share the unicast
 // and kernel paths).
 func datagramPath(tr string) string {
-	switch tr {
+	switch base, _ := splitKey(tr); base {
 	case "udp-unicast", "xdp-unicast", "afpacket-unicast":
 		return tr
 	}
@@ -28,22 +29,29 @@ func datagramPath(tr string) string {
 func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, error) {
 	defer r.reset()
 	p := r.pair
-	a, err := r.openDatagram(tr, p.A, p.AAddr)
+	base, keyMode := splitKey(tr)
+	a, err := r.openDatagram(base, p.A, p.AAddr)
 	if err != nil {
 		return Latency{}, err
 	}
-	b, err := r.openDatagram(tr, p.B, p.BAddr)
+	b, err := r.openDatagram(base, p.B, p.BAddr)
 	if err != nil {
 		return Latency{}, err
 	}
+	ab, ba := newSealPairs(keyMode) // with a key mode, each end seals what it sends and opens what it gets
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go echo(b, stop, done)
+	go echo(b, stop, done, ab, ba)
 	r.stops = append(r.stops, func() { close(stop); <-done })
-	out := []replica.Message{{Buf: make([]byte, size), Addr: b.LocalAddr()}}
+	frame := make([]byte, max(size, 16), max(size, 16)+auth.Overhead)
+	out := []replica.Message{{Addr: b.LocalAddr()}}
 	in := []replica.Message{{Buf: make([]byte, 2048)}}
 	rt := func() (time.Duration, error) {
 		start := time.Now()
+		out[0].Buf = frame
+		if ab != nil {
+			out[0].Buf = ab.seal.Seal(frame)
+		}
 		if _, err := a.SendBatch(out); err != nil {
 			return 0, err
 		}
@@ -53,6 +61,11 @@ func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, 
 				return 0, err
 			}
 			if n == 1 {
+				if ba != nil {
+					if _, err := ba.open.Open(in[0].Buf[:in[0].N]); err != nil {
+						return 0, err
+					}
+				}
 				return time.Since(start), nil
 			}
 		}
@@ -74,8 +87,9 @@ func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, 
 	return Latency{Name: tr, Lat: h.percentiles()}, nil
 }
 
-// echo sends every datagram t receives back to its sender until stop.
-func echo(t replica.Transport, stop, done chan struct{}) {
+// echo sends every datagram t receives back to its sender until stop
+// (opened with in and sealed again with out, when keyed).
+func echo(t replica.Transport, stop, done chan struct{}, in, out *sealPair) {
 	defer close(done)
 	ms := []replica.Message{{Buf: make([]byte, 2048)}}
 	for {
@@ -88,9 +102,18 @@ func echo(t replica.Transport, stop, done chan struct{}) {
 		if err != nil {
 			return
 		}
-		if n == 1 {
-			t.SendBatch([]replica.Message{{Buf: ms[0].Buf[:ms[0].N], Addr: ms[0].Addr}})
+		if n != 1 {
+			continue
 		}
+		b := ms[0].Buf[:ms[0].N]
+		if in != nil {
+			f, err := in.open.Open(b)
+			if err != nil {
+				continue
+			}
+			b = out.seal.Seal(f)
+		}
+		t.SendBatch([]replica.Message{{Buf: b, Addr: ms[0].Addr}})
 	}
 }
 

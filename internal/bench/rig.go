@@ -174,6 +174,8 @@ func (r *rig) newMirror(ns *netns.NS, addr netip.Addr, src *source, name, tr str
 func configs(tr string, dir int) (replica.ServerConfig, replica.MirrorConfig) {
 	var s replica.ServerConfig
 	var m replica.MirrorConfig
+	tr, keyMode := splitKey(tr)
+	applyKey(keyMode, &s, &m)
 	_, kind, _ := strings.Cut(tr, "-")
 	switch kind {
 	case "multicast":

@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 )
 
@@ -118,23 +119,25 @@ func TestSealAllocs(t *testing.T) {
 
 func BenchmarkSeal(b *testing.B) {
 	k := testKey(b)
-	for _, enc := range []bool{false, true} {
-		name := "auth"
-		if enc {
-			name = "encrypt"
-		}
-		b.Run(name, func(b *testing.B) {
-			s, mk, _ := k.Datagrams(NewIncarnation(), enc)
-			o := mk()
-			buf := frame(1440)
-			b.SetBytes(1440)
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := o.Open(s.Seal(buf[:16+1440])); err != nil {
-					b.Fatal(err)
-				}
+	for _, size := range []int{64, 1440} {
+		for _, enc := range []bool{false, true} {
+			name := fmt.Sprintf("auth/%dB", size)
+			if enc {
+				name = fmt.Sprintf("encrypt/%dB", size)
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				s, mk, _ := k.Datagrams(NewIncarnation(), enc)
+				o := mk()
+				buf := frame(size)
+				b.SetBytes(int64(size))
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := o.Open(s.Seal(buf[:16+size])); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -1,0 +1,119 @@
+package replica_test
+
+// The idle-connection flood: a child process (this test binary, started
+// by TestMain's dispatch) holds 20,000 idle TCP connections to a source
+// while a legitimate mirror replicates.
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
+	"github.com/ringfire/ringfire/replica"
+)
+
+// floodEnv names the address the flood child connects to; floodConns is
+// how many connections it holds.
+const (
+	floodEnv   = "RINGFIRE_TEST_FLOOD_ADDR"
+	floodConns = 20_000
+)
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(floodEnv); addr != "" {
+		os.Exit(floodChild(addr))
+	}
+	os.Exit(m.Run())
+}
+
+// floodChild opens floodConns connections to addr that never say HELLO,
+// prints "held N", and holds them until its stdin closes.
+func floodChild(addr string) int {
+	lim := syscall.Rlimit{Cur: floodConns + 1000, Max: floodConns + 1000}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		fmt.Fprintln(os.Stderr, "flood: setrlimit:", err)
+		return 1
+	}
+	var held []net.Conn
+	for len(held) < floodConns {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "flood: connection %d: %v\n", len(held)+1, err)
+			return 1
+		}
+		held = append(held, c)
+	}
+	fmt.Printf("held %d\n", len(held))
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// TestIdleConnectionFlood: 20,000 idle connections from one host, with
+// this process (the source) limited to a few hundred more descriptors
+// than it started with, cost the source one connection slot per allowed
+// connection, not one per attempt: the rest are refused, its goroutines
+// stay few, and a mirror on another host connects and replicates.
+func TestIdleConnectionFlood(t *testing.T) {
+	lan, src := lanSource(t, 3, 4096)
+	srv := src.serve(replica.ServerConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := lan.Hosts[2].Run(ctx, os.Args[0])
+	cmd.Env = append(os.Environ(), floodEnv+"="+srv.Addr().String())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = uint64(len(fds) + 400)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if want := fmt.Sprintf("held %d", floodConns); strings.TrimSpace(line) != want {
+		t.Fatalf("flood child: %q, %v; want %q", line, err, want)
+	}
+	// The child's connections are established; the source accepts (and
+	// refuses) them from its listen queue.
+	testenv.Until(t, 30*time.Second, "the flood refused", func() bool {
+		return srv.Stats().Refused >= floodConns-replica.DefaultMaxConnsPerAddr
+	})
+	st := srv.Stats()
+	t.Logf("during the flood: goroutines %d; server %+v", runtime.NumGoroutine(), st)
+	if n := runtime.NumGoroutine(); n > 1000 || st.AcceptErrors != 0 {
+		t.Fatalf("the flood cost the source: %d goroutines, %+v", n, st)
+	}
+	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
+	mr.connected()
+	src.push(1000)
+	mr.waitFor(1000, 10*time.Second)
+	mr.close()
+	sameSlots(t, src.path, mr.path, 1)
+}
