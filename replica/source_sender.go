@@ -44,7 +44,7 @@ type sender struct {
 	lastSend  time.Time     // last datagram of any kind
 	hbEvery   time.Duration // the next heartbeat's interval after lastSend
 	pending   bool          // a partial frame waits for its linger
-	hb        []byte // a heartbeat datagram, with room for its seal
+	hb        []byte        // a heartbeat datagram, with room for its seal
 	ws        shm.WaitStrategy
 }
 
