@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -190,4 +191,54 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	mr.close()
 	sameSlots(t, src.path, mr.path, 1)
 	t.Logf("server %+v", srv.Stats())
+}
+
+// TestReaderThatNeverReads: a peer that asks for history (NAKs) and never
+// reads what comes back is cut off once its buffers are full and a write
+// has waited its timeout; the legitimate mirror keeps up throughout, and
+// the table forgets the peer.
+func TestReaderThatNeverReads(t *testing.T) {
+	lan, src := lanSource(t, 3, 1<<16)
+	src.push(60000) // 3.4 MB of history: more than any socket buffer
+	var ended atomic.Int32
+	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup(), Events: func(e replica.Event) {
+		if e.Kind == replica.EventDisconnected && e.Err != nil {
+			ended.Add(1)
+		}
+	}})
+	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
+	mr.connected()
+	mr.waitFor(60000, 20*time.Second)
+	var c net.Conn
+	if err := lan.Hosts[2].Do(func() (err error) {
+		d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		}}
+		c, err = d.Dial("tcp", srv.Addr().String())
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	biHandshake(t, c, wire.HelloUDP)
+	for first := uint64(1); first < 60000; first += 20000 { // three NAKs, never a read
+		if _, err := c.Write(wire.AppendNak(nil, first, first+19999)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { // the legitimate mirror keeps replicating meanwhile
+		for range 40 {
+			src.push(100)
+			time.Sleep(100 * time.Millisecond) // pacing the producer, not synchronization
+		}
+	}()
+	testenv.Until(t, 30*time.Second, "the non-reader's session ended", func() bool { return ended.Load() >= 1 })
+	mr.waitFor(64000, 20*time.Second)
+	for _, m := range srv.Mirrors() {
+		if m.Connected && m.Addr.Addr() == lan.Addrs[2] {
+			t.Fatalf("the non-reader is still in the table: %+v", m)
+		}
+	}
+	mr.close()
+	sameSlots(t, src.path, mr.path, 1)
 }
