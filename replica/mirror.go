@@ -84,6 +84,9 @@ type MirrorConfig struct {
 	// whose datagrams are not encrypted.
 	Key     *auth.Key
 	Encrypt bool
+	// NoSession64 does not ask for the wide session (HelloSession64): the
+	// source's datagrams then carry only the version-1 session byte.
+	NoSession64 bool
 }
 
 // Mirror keeps a local ring identical to a source ring: same sequence

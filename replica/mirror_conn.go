@@ -42,6 +42,10 @@ type conn struct {
 	// PUNCHes (nil without a key); the mirror's loop uses both.
 	open      *auth.Opener
 	punchSeal *auth.Sealer
+	// trailer: the source's datagrams end with its 64-bit session id sid
+	// (the wide session, without a key).
+	trailer bool
+	sid     uint64
 
 	// telemetry: the source takes STATUS; the run loop hands frames to
 	// the status writer through status (the newest wins).

@@ -98,6 +98,8 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 	}
 	if m.cfg.Key != nil {
 		flags |= wire.HelloKeyed
+	} else if !m.cfg.NoSession64 {
+		flags |= wire.HelloSession64
 	}
 	if !m.cfg.TCPOnly {
 		flags |= wire.HelloUDP
@@ -136,12 +138,14 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 		}
 	}
 	sid, hasSID := uint64(mc.Session), h.Flags&wire.GeometryMulticast != 0
-	if m.cfg.Key != nil {
+	if h.Flags&wire.GeometrySession64 != 0 {
 		s, err := m.readSession(c)
 		if err != nil {
 			return err
 		}
 		sid, hasSID = s.ID, true
+	} else if m.cfg.Key != nil {
+		return fmt.Errorf("%w: a keyed source sent no SESSION", wire.ErrMalformed)
 	}
 	if err := m.prepareRing(g, h, sid, hasSID); err != nil {
 		return err

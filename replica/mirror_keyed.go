@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -49,8 +50,10 @@ func refusal(h wire.Header, p []byte) error {
 	return fmt.Errorf("%w: %s", ErrRefused, msg)
 }
 
-// readSession reads a keyed source's SESSION and makes the connection's
-// datagram opener and PUNCH sealer.
+// readSession reads the source's SESSION: without a key, the wide
+// session (the id its datagrams end with, if they do); with one, the
+// incarnation, from which it makes the connection's datagram opener and
+// PUNCH sealer.
 func (m *Mirror) readSession(c *conn) (wire.Session, error) {
 	h, p, err := c.readFrame(max(wire.SessionSize, wire.MaxErrorLen))
 	if err != nil {
@@ -65,6 +68,10 @@ func (m *Mirror) readSession(c *conn) (wire.Session, error) {
 	s, err := wire.ParseSession(h, p)
 	if err != nil {
 		return s, err
+	}
+	if m.cfg.Key == nil {
+		c.trailer, c.sid = s.Trailer, s.ID
+		return s, nil
 	}
 	if m.cfg.Encrypt && !s.Encrypt {
 		return s, fmt.Errorf("%w: the source does not encrypt its datagrams (serve --encrypt), and this mirror requires it", ErrRefused)
@@ -84,9 +91,17 @@ func (m *Mirror) readSession(c *conn) (wire.Session, error) {
 	return s, nil
 }
 
-// openDatagram checks a keyed datagram and returns its frame; false: it
-// failed (counted).
+// openDatagram checks a keyed datagram, or the wide session's trailer,
+// and returns its frame; false: it failed (counted).
 func (m *Mirror) openDatagram(c *conn, b []byte) ([]byte, bool) {
+	if c.trailer {
+		n := len(b) - wire.TrailerSize
+		if n < wire.HeaderSize || binary.LittleEndian.Uint64(b[n:]) != c.sid {
+			m.stats.OtherSession++ // another (or a forged) session
+			return nil, false
+		}
+		return b[:n], true
+	}
 	if c.open == nil {
 		return b, true
 	}

@@ -27,25 +27,30 @@ var (
 // tlsRecord is the first byte of a TLS handshake record.
 const tlsRecord = 0x16
 
-// keyed is a source's keyed state (ServerConfig.Key): the incarnation
-// every mirror derives the datagram key from, and the sealer. sealer is
+// keyed is a source's keyed state (ServerConfig.Key): the key and the
+// sealer of the datagrams, keyed by the source's incarnation. sealer is
 // used only in sender rounds (under Server.sendMu).
 type keyed struct {
-	key     *auth.Key
-	session wire.Session
-	sealer  *auth.Sealer
+	key    *auth.Key
+	sealer *auth.Sealer
 }
 
-func newKeyed(k *auth.Key, encrypt bool) (*keyed, error) {
-	kd := &keyed{key: k, session: wire.Session{Encrypt: encrypt}}
-	copy(kd.session.Incarnation[:], auth.NewIncarnation())
-	kd.session.ID = binary.LittleEndian.Uint64(kd.session.Incarnation[:])
-	s, _, err := k.Datagrams(kd.session.Incarnation[:], encrypt)
+func newKeyed(k *auth.Key, sess wire.Session) (*keyed, error) {
+	s, _, err := k.Datagrams(sess.Incarnation[:], sess.Encrypt)
 	if err != nil {
 		return nil, err
 	}
-	kd.sealer = s
-	return kd, nil
+	return &keyed{key: k, sealer: s}, nil
+}
+
+// newIncarnation draws a source incarnation: 32 random bytes, whose first
+// 8 are the 64-bit session id (SESSION) and whose first byte is the
+// version-1 session byte.
+func newIncarnation(encrypt bool) wire.Session {
+	s := wire.Session{Encrypt: encrypt}
+	copy(s.Incarnation[:], auth.NewIncarnation())
+	s.ID = binary.LittleEndian.Uint64(s.Incarnation[:])
+	return s
 }
 
 // secure reads the peer's first byte and returns the connection the
@@ -106,20 +111,30 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 	return p.Conn.Read(b)
 }
 
-// overhead is what sealing adds to each datagram (0 without a key).
-func (s *Server) overhead() int {
-	if s.keyed == nil {
-		return 0
+// overhead is what the datagrams of a round carry beyond the frame: the
+// seal with a key; the wide session's trailer when some destination
+// takes it (wide); nothing otherwise.
+func (s *Server) overhead(wide bool) int {
+	switch {
+	case s.keyed != nil:
+		return auth.Overhead
+	case wide:
+		return wire.TrailerSize
 	}
-	return auth.Overhead
+	return 0
 }
 
-// seal seals a datagram of the sender (a sender round) when keyed.
-func (s *Server) seal(b []byte) []byte {
-	if s.keyed == nil {
-		return b
+// seal seals a datagram of the sender (a sender round) when keyed, or
+// appends the wide session's trailer when some destination takes it
+// (version-1 destinations are sent the frame without it: v1Len).
+func (s *Server) seal(b []byte, wide bool) []byte {
+	switch {
+	case s.keyed != nil:
+		return s.keyed.sealer.Seal(b)
+	case wide:
+		return binary.LittleEndian.AppendUint64(b, s.sess.ID)
 	}
-	return s.keyed.sealer.Seal(b)
+	return b
 }
 
 // keyPunch makes the PUNCH opener of a keyed session.

@@ -34,7 +34,7 @@ func (s *Server) punchLoop(ctx context.Context) {
 
 func (s *Server) punch(b []byte, from netip.AddrPort) {
 	h, err := wire.ParseHeader(b, 0)
-	if err != nil || len(b) != wire.HeaderSize+s.overhead() || h.Kind != wire.KindPunch {
+	if err != nil || len(b) != wire.HeaderSize+s.overhead(false) || h.Kind != wire.KindPunch {
 		s.st.badDgram.Add(1)
 		return
 	}

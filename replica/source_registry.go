@@ -35,11 +35,11 @@ func (s *Server) unregister(ss *session) {
 func (s *Server) rebuildDests() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var d []netip.AddrPort
+	var d []dest
 	w := make([]chan struct{}, 0, len(s.sessions))
 	for _, ss := range s.sessions {
 		if a := ss.punched.Load(); a != nil && ss.mode.Load() != modeStream {
-			d = append(d, *a)
+			d = append(d, dest{addr: *a, wide: ss.wide})
 		}
 		w = append(w, ss.wake)
 	}
@@ -55,4 +55,24 @@ func (s *Server) wakeSessions() {
 		default:
 		}
 	}
+}
+
+// dest is a unicast destination of the datagram stream; wide: it takes
+// the wide session's trailer.
+type dest struct {
+	addr netip.AddrPort
+	wide bool
+}
+
+// anyWide reports whether a round's datagrams need the trailer.
+func (s *Server) anyWide(dests []dest) bool {
+	if s.cfg.Multicast.IsValid() && s.cfg.WideMulticast {
+		return true
+	}
+	for _, d := range dests {
+		if d.wide {
+			return true
+		}
+	}
+	return false
 }

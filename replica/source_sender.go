@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"net/netip"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
@@ -44,6 +43,7 @@ type sender struct {
 	lastSend  time.Time     // last datagram of any kind
 	hbEvery   time.Duration // the next heartbeat's interval after lastSend
 	pending   bool          // a partial frame waits for its linger
+	wide      bool          // this round's datagrams carry the wide session trailer
 	hb        []byte        // a heartbeat datagram, with room for its seal
 	ws        shm.WaitStrategy
 }
@@ -51,7 +51,7 @@ type sender struct {
 func newSender(s *Server) *sender {
 	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.lastSent.Load() + 1,
 		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: ringWait(s.cfg.Wait),
-		hbEvery: udpHeartbeat, hb: make([]byte, wire.HeaderSize, wire.HeaderSize+auth.Overhead)}
+		hbEvery: udpHeartbeat, hb: make([]byte, wire.HeaderSize, wire.HeaderSize+max(auth.Overhead, wire.TrailerSize))}
 	for i := range sn.frames {
 		sn.frames[i] = make([]byte, 0, MaxMTU)
 	}
@@ -105,6 +105,7 @@ func (sn *sender) round(now time.Time) uint64 {
 	if sn.next <= w {
 		trace.Stamp(trace.Picked, sn.next)
 	}
+	sn.wide = s.anyWide(dests)
 	nf := sn.build(now, w)
 	if nf > 0 {
 		sn.send(now, nf, dests)
@@ -130,14 +131,14 @@ func (sn *sender) build(now time.Time, w uint64) int {
 	nf := 0
 	sn.pending, sn.count = false, 0
 	for sn.next <= w && nf < sendFrames {
-		buf, count, why := sn.feed.fill(sn.frames[nf][:0], sn.next, w, sn.mtu-s.overhead(), s.batch())
+		buf, count, why := sn.feed.fill(sn.frames[nf][:0], sn.next, w, sn.mtu-s.overhead(sn.wide), s.batch())
 		if why == stopCaughtUp && count > 0 && s.cfg.Linger > 0 && now.Sub(sn.lastFlush) < s.cfg.Linger {
 			sn.pending = true
 			break
 		}
 		if count > 0 {
 			buf[1] = s.session // a datagram's flags carry the session
-			sn.frames[nf], sn.firsts[nf] = s.seal(buf), sn.next
+			sn.frames[nf], sn.firsts[nf] = s.seal(buf, sn.wide), sn.next
 			sn.count += uint64(count)
 			nf++
 			sn.next += uint64(count)
@@ -164,7 +165,7 @@ func (s *Server) batch() int {
 
 // send transmits frames[:nf] to every destination, Dup times, in one
 // batch, then publishes the last sequence sent.
-func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
+func (sn *sender) send(now time.Time, nf int, dests []dest) {
 	s := sn.s
 	sn.msgs = sn.msgs[:0]
 	for range s.cfg.Dup {
@@ -195,22 +196,38 @@ func (sn *sender) send(now time.Time, nf int, dests []netip.AddrPort) {
 	sn.lastFlush, sn.lastSend, sn.hbEvery = now, now, udpHeartbeat
 }
 
-func (sn *sender) appendDests(ms []Message, b []byte, dests []netip.AddrPort) []Message {
-	if g := sn.s.cfg.Multicast; g.IsValid() {
-		ms = append(ms, Message{Buf: b, Addr: g})
+// appendDests adds datagram b for the group and every destination. A
+// round with the wide session's trailer (sn.wide, no key) sends b whole
+// to those that take it and b without its trailer to the others.
+func (sn *sender) appendDests(ms []Message, b []byte, dests []dest) []Message {
+	s := sn.s
+	v1 := b
+	if sn.wide && s.keyed == nil {
+		v1 = b[:len(b)-wire.TrailerSize]
+	}
+	if g := s.cfg.Multicast; g.IsValid() {
+		mb := v1
+		if s.cfg.WideMulticast {
+			mb = b
+		}
+		ms = append(ms, Message{Buf: mb, Addr: g})
 	}
 	for _, d := range dests {
-		ms = append(ms, Message{Buf: b, Addr: d})
+		db := v1
+		if d.wide {
+			db = b
+		}
+		ms = append(ms, Message{Buf: db, Addr: d.addr})
 	}
 	return ms
 }
 
 // heartbeat announces the last sequence sent, so that a mirror that lost
 // the last datagram notices and NAKs.
-func (sn *sender) heartbeat(now time.Time, dests []netip.AddrPort) {
+func (sn *sender) heartbeat(now time.Time, dests []dest) {
 	s := sn.s
 	wire.Header{Kind: wire.KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:wire.HeaderSize])
-	sn.msgs = sn.appendDests(sn.msgs[:0], s.seal(sn.hb[:wire.HeaderSize]), dests)
+	sn.msgs = sn.appendDests(sn.msgs[:0], s.seal(sn.hb[:wire.HeaderSize], sn.wide), dests)
 	n, _ := s.udp.SendBatch(sn.msgs)
 	s.st.heartbeats.Add(1)
 	s.st.datagrams.Add(uint64(n))

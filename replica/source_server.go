@@ -2,7 +2,6 @@ package replica
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/replica/auth"
+	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -71,6 +71,11 @@ type ServerConfig struct {
 	// the datagrams' payloads (TCP is always encrypted under a key).
 	Key     *auth.Key
 	Encrypt bool
+	// WideMulticast makes the multicast datagrams carry the 64-bit
+	// session id (the wide session extension) after each frame; a
+	// version-1 mirror, which cannot parse them, is then served over TCP.
+	// Unicast mirrors that announce the extension get it anyway.
+	WideMulticast bool
 	// MirrorRows is the most mirrors that left kept in Mirrors, the
 	// longest gone forgotten first (default DefaultMirrorRows; negative:
 	// none).
@@ -86,7 +91,8 @@ type Server struct {
 	ring    *shm.Ring
 	ln      net.Listener
 	udp     Transport
-	session uint8
+	session uint8        // the version-1 session byte: sess.ID's low byte
+	sess    wire.Session // this incarnation (SESSION frames)
 	mtu     int
 	keyed   *keyed // ServerConfig.Key's state (nil: no key)
 
@@ -102,7 +108,7 @@ type Server struct {
 	// dests publishes the unicast destinations of punched sessions, a
 	// fresh slice each time: stored by rebuildDests under mu (from session
 	// goroutines and punchLoop), loaded by the sender every round.
-	dests atomic.Pointer[[]netip.AddrPort]
+	dests atomic.Pointer[[]dest]
 	// wakes holds every session's wake channel: the sender, the only
 	// goroutine that sleeps on the ring's futex (a blocking system call
 	// that keeps its P), tells the sessions about new records. Stored by
@@ -189,19 +195,19 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}}
-	s.session = randomByte()
+	s.sess = newIncarnation(cfg.Encrypt)
+	s.session = byte(s.sess.ID) // datagrams carry its low byte
 	if cfg.Key != nil {
-		if s.keyed, err = newKeyed(cfg.Key, cfg.Encrypt); err != nil {
+		if s.keyed, err = newKeyed(cfg.Key, s.sess); err != nil {
 			ring.Close()
 			return nil, fmt.Errorf("replica: key: %w", err)
 		}
-		s.session = byte(s.keyed.session.ID) // datagrams carry its low byte
 	}
 	// The datagram stream starts after what the ring holds now; sessions
 	// accepted before the sender runs must already see that.
 	s.lastSent.Store(ring.WriteSeq())
 	s.tele = newTelemetry(ring.Layout().Capacity, ring.WriteSeq(), time.Now(), max(cfg.MirrorRows, 0))
-	s.dests.Store(&[]netip.AddrPort{})
+	s.dests.Store(&[]dest{})
 	s.wakes.Store(&[]chan struct{}{})
 	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
 		ring.Close()
@@ -377,11 +383,6 @@ func (s *Server) Stats() ServerStats {
 	return out
 }
 
-func randomByte() uint8 {
-	var b [1]byte
-	rand.Read(b[:])
-	return b[0]
-}
 
 // storeMax raises *a to v unless it already is at least v (a CAS loop:
 // safe with several writers, and *a never goes back).

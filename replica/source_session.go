@@ -74,6 +74,10 @@ type session struct {
 	sent atomic.Uint64
 
 	telemetry bool       // the mirror sends STATUS (HelloTelemetry acknowledged)
+	// wide: the mirror takes the wide session's trailer (HelloSession64,
+	// no key). Set by the handshake before register; read by rebuildDests
+	// under srv.mu.
+	wide bool
 	row       *mirrorRow // its row in srv.tele (guarded by srv.tele.mu)
 
 	mu sync.Mutex // guards bw and the connection's writes
@@ -168,6 +172,8 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	}
 	first, reset := s.startOf(h.Seq)
 	ss.cursor = first
+	// Before register publishes the session to rebuildDests.
+	ss.wide = hello.Flags&wire.HelloSession64 != 0 && s.keyed == nil
 	s.register(ss)
 	var flags uint8
 	if reset {
@@ -179,6 +185,9 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	}
 	b := make([]byte, 0, 3*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize+wire.SessionSize)
 	mc, udp := s.datagramsFor(hello, ss.token)
+	if udp && !mc.Unicast() && s.cfg.WideMulticast && !ss.wide && s.keyed == nil {
+		udp = false // it could not parse the group's datagrams: TCP carries them
+	}
 	ss.mode.Store(modeStream)
 	if udp {
 		flags |= wire.GeometryMulticast
@@ -190,12 +199,17 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		// sends what the group got before (at least the first record).
 		ss.catchUpEnd.Store(max(s.lastSent.Load(), first) + 1)
 	}
+	if ss.wide || s.keyed != nil {
+		flags |= wire.GeometrySession64
+	}
 	b = wire.AppendGeometry(b, first, flags, wire.GeometryOf(s.ring.Layout()))
 	if udp {
 		b = wire.AppendMulticast(b, mc)
 	}
-	if s.keyed != nil {
-		b = wire.AppendSession(b, s.keyed.session)
+	if flags&wire.GeometrySession64 != 0 {
+		sess := s.sess
+		sess.Trailer = ss.wide && udp && (mc.Unicast() || s.cfg.WideMulticast)
+		b = wire.AppendSession(b, sess)
 	}
 	if _, err = ss.tcp.Write(b); err != nil {
 		return err

@@ -46,7 +46,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	wf.add(fs, "receive loop")
 	ms := defaultMaxSize()
 	fs.Var(&ms, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
-	fs.BoolVar(&noTelemetry, "no-telemetry", false, "do not report STATUS to the source (version-1 behaviour)")
+	fs.BoolVar(&noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id")
 	anySource := fs.Bool("any-source", false, "accept datagrams from any address (default: only from the source's)")
 	var kf keyFlags
 	kf.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
@@ -91,7 +91,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	xo := newOpener(tc, &xf, log)
 	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
 		TCPOnly: tcp, Iface: ifa, Once: once, Wait: mode, Pin: pin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
-		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, Events: mirrorEvents(log, time.Now),
+		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, NoSession64: noTelemetry, Events: mirrorEvents(log, time.Now),
 		MaxRingSize: ms.opt(), AnySource: *anySource, Key: key, Encrypt: kf.encrypt})
 	if err != nil {
 		return err

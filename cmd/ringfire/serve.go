@@ -38,7 +38,7 @@ type serveFlags struct {
 	metrics                string
 	ttl, udp, dup, mtu     int
 	batch, lingerUS        int
-	json                   bool
+	json, wideMulticast    bool
 	duration, every        time.Duration
 	xdp                    xdpFlags
 	wait                   waitFlags
@@ -54,6 +54,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&f.iface, "iface", "", "interface (`address` or name) multicast leaves by")
 	fs.IntVar(&f.ttl, "ttl", 1, "multicast TTL")
 	fs.IntVar(&f.udp, "udp", 0, "UDP `port` for unicast mirrors that punch (0: none)")
+	fs.BoolVar(&f.wideMulticast, "wide-multicast", false, "multicast datagrams carry the 64-bit session id (version-1 mirrors are then served over TCP)")
 	fs.IntVar(&f.dup, "dup", 1, "send every datagram `N` times")
 	fs.IntVar(&f.mtu, "mtu", replica.DefaultMTU, "datagram budget in `bytes`, 16-byte header included")
 	fs.IntVar(&f.batch, "batch", 0, "at most `N` records per frame (0: fill the MTU)")
@@ -157,6 +158,7 @@ func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig
 		return cfg, err
 	}
 	cfg.Encrypt = f.key.encrypt
+	cfg.WideMulticast = f.wideMulticast
 	switch {
 	case f.ttl < 1 || f.ttl > 255:
 		return cfg, usagef("--ttl %d: want 1..255", f.ttl)

@@ -74,6 +74,11 @@ const (
 	// HelloKeyed: the mirror speaks the keyed extension (it sends HELLO
 	// inside TLS; the source answers GEOMETRY, MULTICAST, then SESSION).
 	HelloKeyed uint8 = 1 << 3
+	// HelloSession64: the mirror takes the wide session extension: the
+	// source answers GEOMETRY with GeometrySession64 and a SESSION frame,
+	// and its datagrams to this mirror end with the 64-bit session id
+	// when SESSION says so (SessionTrailer).
+	HelloSession64 uint8 = 1 << 4
 )
 
 // GEOMETRY flags.
@@ -83,6 +88,9 @@ const (
 	// GeometryTelemetry: the source takes STATUS frames (set only for a
 	// mirror that announced HelloTelemetry).
 	GeometryTelemetry uint8 = 1 << 2
+	// GeometrySession64: a SESSION frame follows MULTICAST (set only for a
+	// mirror that announced HelloSession64, or a keyed one).
+	GeometrySession64 uint8 = 1 << 3
 )
 
 // HELLO start sequences.

@@ -6,7 +6,8 @@ import (
 	"unicode/utf8"
 )
 
-// The keyed extension's frames (docs/protocol.md, "Keyed replication").
+// The frames of the keyed and wide-session extensions (docs/protocol.md,
+// "Keyed replication", "Wide session").
 const (
 	// SessionSize is the SESSION payload: the 32-byte incarnation.
 	SessionSize = 32
@@ -14,6 +15,12 @@ const (
 	MaxErrorLen = 256
 	// SessionEncrypt is SESSION's flag: datagram payloads are encrypted.
 	SessionEncrypt uint8 = 1 << 0
+	// SessionTrailer: the datagrams to this mirror end with the session
+	// id, 8 bytes little-endian, after the frame (the wide session of a
+	// connection without a key).
+	SessionTrailer uint8 = 1 << 1
+	// TrailerSize is the size of that trailer.
+	TrailerSize = 8
 )
 
 // Session is the SESSION frame: the source incarnation, from which both
@@ -21,6 +28,7 @@ const (
 type Session struct {
 	ID          uint64 // the incarnation's first 8 bytes (header seq)
 	Encrypt     bool
+	Trailer     bool // datagrams carry ID in a trailer (SessionTrailer)
 	Incarnation [SessionSize]byte
 }
 
@@ -29,6 +37,9 @@ func AppendSession(b []byte, s Session) []byte {
 	var flags uint8
 	if s.Encrypt {
 		flags |= SessionEncrypt
+	}
+	if s.Trailer {
+		flags |= SessionTrailer
 	}
 	b = appendHeader(b, Header{Kind: KindSession, Flags: flags, Len: SessionSize, Seq: s.ID})
 	return append(b, s.Incarnation[:]...)
@@ -40,9 +51,9 @@ func ParseSession(h Header, p []byte) (Session, error) {
 	if len(p) != SessionSize {
 		return Session{}, fmt.Errorf("%w: SESSION of %d bytes", ErrMalformed, len(p))
 	}
-	s := Session{ID: h.Seq, Encrypt: h.Flags&SessionEncrypt != 0}
+	s := Session{ID: h.Seq, Encrypt: h.Flags&SessionEncrypt != 0, Trailer: h.Flags&SessionTrailer != 0}
 	copy(s.Incarnation[:], p)
-	if binary.LittleEndian.Uint64(p) != h.Seq || h.Flags&^SessionEncrypt != 0 || h.Count != 0 {
+	if binary.LittleEndian.Uint64(p) != h.Seq || h.Flags&^(SessionEncrypt|SessionTrailer) != 0 || h.Count != 0 {
 		return s, fmt.Errorf("%w: SESSION id %#x, flags %#x or count %d do not match its incarnation", ErrMalformed, h.Seq, h.Flags, h.Count)
 	}
 	return s, nil
