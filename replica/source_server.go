@@ -383,7 +383,6 @@ func (s *Server) Stats() ServerStats {
 	return out
 }
 
-
 // storeMax raises *a to v unless it already is at least v (a CAS loop:
 // safe with several writers, and *a never goes back).
 func storeMax(a *atomic.Uint64, v uint64) {

@@ -73,12 +73,12 @@ type session struct {
 	// to sent there); otherwise it may raise it up to srv.lastSent.
 	sent atomic.Uint64
 
-	telemetry bool       // the mirror sends STATUS (HelloTelemetry acknowledged)
+	telemetry bool // the mirror sends STATUS (HelloTelemetry acknowledged)
 	// wide: the mirror takes the wide session's trailer (HelloSession64,
 	// no key). Set by the handshake before register; read by rebuildDests
 	// under srv.mu.
 	wide bool
-	row       *mirrorRow // its row in srv.tele (guarded by srv.tele.mu)
+	row  *mirrorRow // its row in srv.tele (guarded by srv.tele.mu)
 
 	mu sync.Mutex // guards bw and the connection's writes
 	bw *bufio.Writer
