@@ -76,6 +76,8 @@ func TestSubcommandHelp(t *testing.T) {
 	}
 	synopsis := map[string]string{"mirror": "SOURCE PATH"}
 	synopsis["mirrors"], flags["mirrors"] = "ADDR", []string{"--json", "--timeout"}
+	synopsis["keygen"] = "FILE"
+	flags["serve"] = append(flags["serve"], "--key", "--encrypt", "--max-conns", "--wide-multicast")
 	for _, c := range commands {
 		for _, h := range []string{"--help", "-h"} {
 			_, stderr, err := runCmd(t, c.Name, h)
