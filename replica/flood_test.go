@@ -30,6 +30,7 @@ const (
 	floodEnv      = "RINGFIRE_TEST_FLOOD_ADDR"
 	floodConns    = 20_000
 	floodChildren = 2
+	floodStep     = 1000
 )
 
 func TestMain(m *testing.M) {
@@ -40,8 +41,13 @@ func TestMain(m *testing.M) {
 }
 
 // floodChild opens its share of floodConns connections to addr that
-// never say HELLO, prints "held N", and holds them until its stdin closes.
+// never say HELLO, floodStep at a time: after each step it prints "held
+// N" (N so far) and waits for a line on stdin, so that the source's
+// listen queue never overflows (connections the kernel gave up on in
+// SYN_RECV would be no flood at all). Then it holds them all until its
+// stdin closes.
 func floodChild(addr string) int {
+	in := bufio.NewReader(os.Stdin)
 	var held []net.Conn
 	for len(held) < floodConns/floodChildren {
 		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -49,9 +55,13 @@ func floodChild(addr string) int {
 			fmt.Fprintf(os.Stderr, "flood: connection %d: %v\n", len(held)+1, err)
 			return 1
 		}
-		held = append(held, c)
+		if held = append(held, c); len(held)%floodStep == 0 {
+			fmt.Printf("held %d\n", len(held))
+			if _, err := in.ReadString('\n'); err != nil {
+				return 1
+			}
+		}
 	}
-	fmt.Printf("held %d\n", len(held))
 	io.Copy(io.Discard, os.Stdin)
 	return 0
 }
@@ -70,9 +80,6 @@ func TestIdleConnectionFlood(t *testing.T) {
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
 		t.Fatal(err)
 	}
-	for range floodChildren {
-		startFlood(t, ctx, lan.Hosts[2], srv.Addr().String())
-	}
 	// The source runs with a few hundred descriptors more than it has now:
 	// far fewer than the flood's connections.
 	fds, err := os.ReadDir("/proc/self/fd")
@@ -85,12 +92,9 @@ func TestIdleConnectionFlood(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
-	// The children's connections are established; the source accepts (and
-	// refuses) them from its listen queue.
-	// Under the race detector the source accepts a few hundred a second.
-	testenv.Until(t, 2*time.Minute, "the flood refused", func() bool {
-		return srv.Stats().Refused >= floodConns-replica.DefaultMaxConnsPerAddr
-	})
+	for k := range floodChildren {
+		floodStepwise(t, ctx, lan.Hosts[2], srv, k*floodConns/floodChildren)
+	}
 	st := srv.Stats()
 	t.Logf("during the flood: goroutines %d; server %+v", runtime.NumGoroutine(), st)
 	if n := runtime.NumGoroutine(); n > 1000 || st.AcceptErrors != 0 {
@@ -104,12 +108,14 @@ func TestIdleConnectionFlood(t *testing.T) {
 	sameSlots(t, src.path, mr.path, 1)
 }
 
-// startFlood starts a flood child in ns and waits until it holds its
-// connections; the test's cleanup ends it.
-func startFlood(t *testing.T, ctx context.Context, ns *netns.NS, addr string) {
+// floodStepwise starts a flood child in ns and steps it until it holds its
+// connections, each step once the source has accepted (and refused) the
+// step's connections; before is what earlier children hold. The test's
+// cleanup ends it.
+func floodStepwise(t *testing.T, ctx context.Context, ns *netns.NS, srv *replica.Server, before int) {
 	t.Helper()
 	cmd := ns.Run(ctx, os.Args[0])
-	cmd.Env = append(os.Environ(), floodEnv+"="+addr)
+	cmd.Env = append(os.Environ(), floodEnv+"="+srv.Addr().String())
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -123,8 +129,21 @@ func startFlood(t *testing.T, ctx context.Context, ns *netns.NS, addr string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if want := fmt.Sprintf("held %d", floodConns/floodChildren); strings.TrimSpace(line) != want {
-		t.Fatalf("flood child: %q, %v; want %q", line, err, want)
+	lines := bufio.NewReader(out)
+	for held := floodStep; held <= floodConns/floodChildren; held += floodStep {
+		line, err := lines.ReadString('\n')
+		if want := fmt.Sprintf("held %d", held); strings.TrimSpace(line) != want {
+			t.Fatalf("flood child: %q, %v; want %q", line, err, want)
+		}
+		// Refused at once, or admitted (64 at a time) and dropped when
+		// their handshake timed out (BadFrames).
+		done := uint64(before + held - replica.DefaultMaxConnsPerAddr)
+		testenv.Until(t, time.Minute, fmt.Sprintf("%d connections handled", done), func() bool {
+			st := srv.Stats()
+			return st.Refused+st.BadFrames >= done
+		})
+		if _, err := io.WriteString(stdin, "more\n"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
