@@ -48,6 +48,11 @@ type sequencer struct {
 	nakLast        uint64
 	nakAt          time.Time
 	suppressNaks   bool // a catch-up over TCP is filling the holes
+	// queued: the last receive filled its batch, so more datagrams may be
+	// waiting at this end (set by the mirror every step). hbHole: when a
+	// hole that only a heartbeat shows was first seen (zero: none).
+	queued bool
+	hbHole time.Time
 	tcpOnly        bool // every record comes over TCP
 	maxHeld        int
 	nakRecordLimit uint64
@@ -179,13 +184,27 @@ func (s *sequencer) heartbeat(last uint64) {
 // NakRepeat while the hole stays.
 func (s *sequencer) wantNak(now time.Time) (first, last uint64, ok bool) {
 	var end uint64 // last missing sequence
-	if len(s.held) > 0 {
+	held := len(s.held) > 0
+	if held {
 		end = s.held[0].h.Seq - 1
 	} else if s.hb >= s.next {
 		end = s.hb
 	}
 	if end < s.next || s.suppressNaks {
+		s.hbHole = time.Time{}
 		return 0, 0, false
+	}
+	if !held {
+		// Only a heartbeat (a TCP one may overtake the datagrams) says
+		// these are missing: their datagrams may still be queued here.
+		// NAK once the receive queue was drained, or the hole has lasted
+		// NakRepeat.
+		if s.hbHole.IsZero() {
+			s.hbHole = now
+		}
+		if s.queued && now.Sub(s.hbHole) < NakRepeat {
+			return 0, 0, false
+		}
 	}
 	if s.nakOut && now.Sub(s.nakAt) < NakRepeat {
 		return 0, 0, false

@@ -276,3 +276,45 @@ func TestSequencerSinkError(t *testing.T) {
 		t.Fatalf("next moved to %d past a failed write", s.next)
 	}
 }
+
+// TestSequencerWaitsForQueuedDatagrams: a hole only a heartbeat shows is
+// not NAKed while the last receive filled its batch (the datagrams may
+// still be queued here: a TCP heartbeat overtakes them), until the queue
+// was drained or NakRepeat passed; a hole a held frame shows is real and
+// NAKed at once.
+func TestSequencerWaitsForQueuedDatagrams(t *testing.T) {
+	s, _, _ := newSQ(t, 1)
+	now := time.Unix(1000, 0)
+	sqData(t, s, 1, 2, false)
+	s.heartbeat(9)
+	s.queued = true
+	if _, _, ok := s.wantNak(now); ok {
+		t.Fatal("NAK for records that may still be queued")
+	}
+	if _, _, ok := s.wantNak(now.Add(NakRepeat - time.Millisecond)); ok {
+		t.Fatal("NAK before NakRepeat while the queue stays full")
+	}
+	if first, last, ok := s.wantNak(now.Add(NakRepeat)); !ok || first != 3 || last != 9 {
+		t.Fatalf("after NakRepeat: NAK %d..%d %v", first, last, ok)
+	}
+
+	s, _, _ = newSQ(t, 1)
+	sqData(t, s, 1, 2, false)
+	s.heartbeat(9)
+	s.queued = true
+	if _, _, ok := s.wantNak(now); ok {
+		t.Fatal("NAK for records that may still be queued")
+	}
+	s.queued = false // the queue drained, the hole stays
+	if first, last, ok := s.wantNak(now.Add(time.Microsecond)); !ok || first != 3 || last != 9 {
+		t.Fatalf("after the queue drained: NAK %d..%d %v", first, last, ok)
+	}
+
+	s, _, _ = newSQ(t, 1)
+	sqData(t, s, 1, 2, false)
+	sqData(t, s, 6, 2, false) // held: 3..5 were lost on the way
+	s.queued = true
+	if first, last, ok := s.wantNak(now); !ok || first != 3 || last != 5 {
+		t.Fatalf("a hole behind a held frame: NAK %d..%d %v", first, last, ok)
+	}
+}
