@@ -44,15 +44,15 @@ type sequencer struct {
 	hb   uint64      // highest "last sent" heard in heartbeats
 	seen uint64      // highest sequence seen in any frame or heartbeat
 
-	nakOut         bool
-	nakLast        uint64
-	nakAt          time.Time
-	suppressNaks   bool // a catch-up over TCP is filling the holes
+	nakOut       bool
+	nakLast      uint64
+	nakAt        time.Time
+	suppressNaks bool // a catch-up over TCP is filling the holes
 	// queued: the last receive filled its batch, so more datagrams may be
 	// waiting at this end (set by the mirror every step). hbHole: when a
 	// hole that only a heartbeat shows was first seen (zero: none).
-	queued bool
-	hbHole time.Time
+	queued         bool
+	hbHole         time.Time
 	tcpOnly        bool // every record comes over TCP
 	maxHeld        int
 	nakRecordLimit uint64
