@@ -15,7 +15,6 @@ import (
 	"os"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -76,22 +75,9 @@ func TestIdleConnectionFlood(t *testing.T) {
 	srv := src.serve(replica.ServerConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
 	// The source runs with a few hundred descriptors more than it has now:
 	// far fewer than the flood's connections.
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	low := old
-	low.Cur = uint64(len(fds) + 400)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old)
+	defer lowerFDLimit(t, 400)()
 	for k := range floodChildren {
 		floodStepwise(t, ctx, lan.Hosts[2], srv, k*floodConns/floodChildren)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -140,28 +141,7 @@ func TestConnectionLimits(t *testing.T) {
 func TestAcceptSurvivesEMFILE(t *testing.T) {
 	p, src := pairSource(t, 1024)
 	srv := src.serve(replica.ServerConfig{MaxConnsPerAddr: -1, MaxPending: -1})
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-		t.Fatal(err)
-	}
-	fds, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	low := old
-	low.Cur = uint64(len(fds) + 16)
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	restore := func() {
-		if !restored {
-			restored = true
-			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	restore := lowerFDLimit(t, 16)
 	defer restore()
 	// Dial until the process has no descriptor left: the kernel completes
 	// the handshakes in the listen queue, the accepts fail.
@@ -241,4 +221,34 @@ func TestReaderThatNeverReads(t *testing.T) {
 	}
 	mr.close()
 	sameSlots(t, src.path, mr.path, 1)
+}
+
+// lowerFDLimit limits the process to extra descriptors more than it has
+// open now, until the returned function (also run by the cleanup)
+// restores the limit.
+func lowerFDLimit(t *testing.T, extra int) (restore func()) {
+	t.Helper()
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	low := old
+	low.Cur = uint64(len(fds) + extra)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &low); err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	restore = func() {
+		once.Do(func() {
+			if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(restore)
+	return restore
 }
