@@ -63,7 +63,7 @@ func (m *Mirror) readSession(c *conn) (wire.Session, error) {
 		return wire.Session{}, refusal(h, p)
 	}
 	if h.Kind != wire.KindSession {
-		return wire.Session{}, fmt.Errorf("%w: expected SESSION from a keyed source, got %v", wire.ErrMalformed, h.Kind)
+		return wire.Session{}, fmt.Errorf("%w: expected SESSION, got %v", wire.ErrMalformed, h.Kind)
 	}
 	s, err := wire.ParseSession(h, p)
 	if err != nil {

@@ -51,12 +51,15 @@ func (s *Server) punch(b []byte, from netip.AddrPort) {
 		s.st.badPunch.Add(1)
 		return
 	}
-	// Only the host at the other end of the session's TCP connection may
-	// say where its datagrams go: a PUNCH naming another address (spoofed,
-	// or sent by a peer for someone else) would reflect the stream onto
-	// it. Behind NAT the mirror's TCP and UDP flows leave by the same
-	// public address (RFC 4787 paired pooling), so this holds there too.
-	if from.Addr().Unmap() != ss.peer {
+	// Without a key, only the host at the other end of the session's TCP
+	// connection may say where its datagrams go: a PUNCH naming another
+	// address (spoofed, or sent by a peer for someone else) would reflect
+	// the stream onto it. Behind NAT the mirror's TCP and UDP flows leave
+	// by the same public address (RFC 4787 paired pooling), so this holds
+	// there too. With a key the PUNCH's seal (a key only this session's
+	// two ends hold) is the proof, from whatever address the mirror's NAT
+	// gives its UDP flow.
+	if s.keyed == nil && from.Addr().Unmap() != ss.peer {
 		s.st.badPunch.Add(1)
 		return
 	}
