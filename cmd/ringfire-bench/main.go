@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,7 +63,7 @@ type benchFlags struct {
 	waits, ringfire                     string
 	record, warmUp, samples             int
 	pingpong, stress, stages, deployed  time.Duration
-	out                                 string
+	out, cpuProfile                     string
 	json, quick, trace                  bool
 }
 
@@ -88,12 +89,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")
 	fs.BoolVar(&f.trace, "trace", false, "deployed: every process stamps the records; report the round trip hop by hop")
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but deployed runs in it) to `file`")
 	if _, err := cli.ParseArgs(name, fs, args, 0); err != nil {
 		return cli.HelpOr(err)
 	}
 	cfg, err := f.config(stderr)
 	if err != nil {
 		return err
+	}
+	if f.cpuProfile != "" {
+		stop, err := startProfile(f.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	rep, err := bench.Run(ctx, cfg)
 	if rep == nil {
@@ -207,4 +216,17 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// startProfile starts a CPU profile into path; stop ends it.
+func startProfile(path string) (stop func(), err error) {
+	fh, err := os.Create(path)
+	if err != nil {
+		return nil, usagef("--cpuprofile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(fh); err != nil {
+		fh.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); fh.Close() }, nil
 }
