@@ -60,6 +60,7 @@ Benchmarks report; they never fail on a time.`
 
 type benchFlags struct {
 	transports, sections, rates, fanout string
+	stageRates                          string
 	waits, ringfire                     string
 	record, warmUp, samples             int
 	pingpong, stress, stages, deployed  time.Duration
@@ -75,6 +76,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.sections, "sections", strings.Join(bench.Sections, ","), "comma-separated `list` of sections")
 	fs.StringVar(&f.rates, "rates", joinInts(bench.DefaultRates), "offered `rates` of the stress sweep, records/s")
 	fs.StringVar(&f.fanout, "fanout", "1,4,16", "mirror `counts` of the fan-out")
+	fs.StringVar(&f.stageRates, "stage-rates", "20000", "the producer's `rates` while the stages are measured, records/s")
 	fs.IntVar(&f.record, "record", 64, "record payload `bytes`")
 	fs.DurationVar(&f.pingpong, "pingpong", 2*time.Second, "closed loop `duration` per transport")
 	fs.DurationVar(&f.stress, "stress", time.Second, "open loop `duration` per rate")
@@ -141,6 +143,9 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	}
 	var err error
 	if cfg.Rates, err = parseInts("--rates", f.rates); err != nil {
+		return cfg, err
+	}
+	if cfg.StageRates, err = parseInts("--stage-rates", f.stageRates); err != nil {
 		return cfg, err
 	}
 	if cfg.Fanout, err = parseInts("--fanout", f.fanout); err != nil {

@@ -39,7 +39,7 @@ func (r *rig) fanout(tr string, n, size int, d time.Duration) (Fanout, error) {
 		}
 		readers[i] = m.rd
 	}
-	hs, err := r.measure(src, readers, d)
+	hs, err := r.measure(src, readers, d, stageRate)
 	if err != nil {
 		return Fanout{}, err
 	}

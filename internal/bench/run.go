@@ -23,6 +23,7 @@ type Config struct {
 	Stress     time.Duration // open loop per offered rate (default 1 s)
 	Rates      []int         // offered rates of the sweep, records/s
 	Stages     time.Duration // push-to-read per stage (default 1 s)
+	StageRates []int         // the producer's rates while the stages are measured (default 20,000/s)
 	Fanout     []int         // mirror counts (default 1, 4, 16)
 	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed
 	Progress   io.Writer     // one line per measurement (default none)
@@ -62,6 +63,9 @@ func (c *Config) defaults() {
 	c.PingPong = cmp(c.PingPong, 2*time.Second)
 	c.Stress = cmp(c.Stress, time.Second)
 	c.Stages = cmp(c.Stages, time.Second)
+	if len(c.StageRates) == 0 {
+		c.StageRates = []int{stageRate}
+	}
 	if len(c.Rates) == 0 {
 		c.Rates = DefaultRates
 	}
@@ -170,11 +174,13 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 	var steps []step
 	if has("stages") {
 		tr := bestOf(cfg.Transports)
-		steps = append(steps, step{"stages over " + tr, func(r *rig) error {
-			ls, err := r.stages(tr, cfg.Record, cfg.Stages)
-			rep.Stages = append(rep.Stages, ls...)
-			return err
-		}})
+		for _, rate := range cfg.StageRates {
+			steps = append(steps, step{fmt.Sprintf("stages over %s at %d/s", tr, rate), func(r *rig) error {
+				ls, err := r.stages(tr, cfg.Record, cfg.Stages, rate)
+				rep.Stages = append(rep.Stages, ls...)
+				return err
+			}})
+		}
 	}
 	for _, tr := range FanoutTransports {
 		if !has("fanout") || !slices.Contains(cfg.Transports, tr) {

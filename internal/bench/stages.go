@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -10,16 +11,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// stageRate is the producer's rate while stages and fan-out are measured:
-// low enough that every path keeps up, so the figures are latencies, not
-// queues.
+// stageRate is the producer's rate while the fan-out is measured, and the
+// stages by default (Config.StageRates): low enough that every path keeps
+// up, so the figures are latencies, not queues.
 const stageRate = 20_000
 
 // stages measures push-to-read latency: on the source host (a reader of
 // the ring itself), on a mirror on the same host (TCP to the source), on a
 // mirror on the other host over tr, and through a hub (the other host
 // mirrors and serves again; a leaf on the source host mirrors the hub).
-func (r *rig) stages(tr string, size int, d time.Duration) ([]Latency, error) {
+func (r *rig) stages(tr string, size int, d time.Duration, rate int) ([]Latency, error) {
 	defer r.reset()
 	p := r.pair
 	src, err := r.newSource(p.A, p.AAddr, "S", size, 1<<16, tr, 0, nil)
@@ -59,21 +60,21 @@ func (r *rig) stages(tr string, size int, d time.Duration) ([]Latency, error) {
 	}
 	readers := []*shm.Reader{local, same.rd, remote.rd, leaf.rd}
 	names := []string{"source host", "mirror, same host (tcp)", "mirror, other host (" + tr + ")", "hub → leaf (" + tr + ")"}
-	hs, err := r.measure(src, readers, d)
+	hs, err := r.measure(src, readers, d, rate)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Latency, len(hs))
 	for i, h := range hs {
-		out[i] = Latency{Name: names[i], Lat: h.percentiles()}
+		out[i] = Latency{Name: fmt.Sprintf("%s at %s/s", names[i], fmtSI(float64(rate))), Lat: h.percentiles()}
 	}
 	return out, nil
 }
 
-// measure pushes at stageRate for d (after a warm-up) while one goroutine
+// measure pushes at rate for d (after a warm-up) while one goroutine
 // busy-polls every reader in turn and records each record's push-to-read
 // time per reader.
-func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration) ([]hist, error) {
+func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate int) ([]hist, error) {
 	hs := make([]hist, len(readers))
 	for i := range hs {
 		hs[i] = newHist()
@@ -92,11 +93,11 @@ func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration) ([]hi
 			}
 		}
 	}
-	if err := r.paced(src, 300*time.Millisecond, poll); err != nil { // warm-up: punches, catch-ups
+	if err := r.paced(src, 300*time.Millisecond, rate, poll); err != nil { // warm-up: punches, catch-ups
 		return nil, err
 	}
 	from = src.w.Next()
-	if err := r.paced(src, d, poll); err != nil {
+	if err := r.paced(src, d, rate, poll); err != nil {
 		return nil, err
 	}
 	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
@@ -105,13 +106,13 @@ func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration) ([]hi
 	return hs, nil
 }
 
-// paced pushes stageRate records per second for d, calling between between
+// paced pushes rate records per second for d, calling between between
 // pushes (the poller; a sleep when it is empty).
-func (r *rig) paced(src *source, d time.Duration, between func()) error {
+func (r *rig) paced(src *source, d time.Duration, rate int, between func()) error {
 	start := time.Now()
 	pushed := 0
 	for el := time.Duration(0); el < d; el = time.Since(start) {
-		for due := int(el.Seconds() * stageRate); pushed < due; pushed++ {
+		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
 			if err := src.push(r); err != nil {
 				return err
 			}
