@@ -10,9 +10,12 @@
 // # Files
 //
 // source_*.go hold the serving side (Server, its sessions, the datagram
-// sender, the ring feed, the mirror table), mirror_*.go the mirroring side
-// (Mirror, its connection, sequencer, ring and STATUS reports);
-// transport.go, udp*.go, stats.go, events.go and read_frame.go are shared.
+// sender and its hand-off, the ring feed, the mirror table, admission,
+// the keyed handshake), mirror_*.go the mirroring side (Mirror, its
+// connection, sequencer, ring, STATUS reports, keyed handshake and
+// datagram checks); transport.go, udp*.go, stats.go, events.go and
+// read_frame.go are shared. Package replica/auth holds the keys and the
+// datagram seals of keyed replication.
 //
 // # Goroutines of a Server
 //
@@ -20,7 +23,9 @@
 //
 //   - the accept loop (Serve's own goroutine), parked in the Go netpoller
 //     on the listener; a helper goroutine closes the listener when the
-//     context ends, which wakes it.
+//     context ends, which wakes it. It admits a connection or closes it at
+//     once (MaxConns, MaxConnsPerAddr, MaxPending: counts under Server.mu),
+//     and backs off on a timer after EMFILE and the like.
 //   - the sender (sendLoop), on a locked OS thread of its own (pinned with
 //     ServerConfig.Pin), the only goroutine that waits on the served ring
 //     (Ring.Await with the shm strategy of ServerConfig.Wait: adaptive
@@ -31,7 +36,11 @@
 //     linger of a pending frame; 200 ms without datagrams). It sends DATA and heartbeat datagrams through the
 //     Transport (kernel UDP waits for socket room in the netpoller) and,
 //     whenever write_seq moved, wakes every session through its wake
-//     channel (capacity 1, never blocking).
+//     channel (capacity 1, never blocking). Its rounds hold sendMu: a
+//     mirror served again in the same process (a hub) calls Handoff after
+//     each publish, which runs a round on the mirror's goroutine when the
+//     sender is not in one (TryLock) and wakes the sessions; the sender's
+//     own wait checks write_seq before it sleeps, so nothing is missed.
 //   - punchLoop, when there is a datagram transport: RecvBatch with a
 //     100 ms wait (the netpoller, for kernel UDP). A PUNCH publishes the
 //     mirror's address to the sender (dests, an atomic pointer).
@@ -39,7 +48,9 @@
 //     the lag events, forgets mirrors that left.
 //   - watchRing: a 200 ms ticker; when the ring file is replaced it closes
 //     every connection and cancels Serve's context.
-//   - per mirror, two goroutines. serveConn's goroutine does the handshake
+//   - per mirror, two goroutines. serveConn's goroutine reads the peer's
+//     first byte (a TLS handshake for a keyed source, HELLO otherwise;
+//     the wrong one gets an ERROR frame), does the handshake
 //     and then writes (writeLoop): history and streamed records over TCP,
 //     sleeping on its wake channel (the sender) or a timer (the TCP
 //     heartbeat, 200 ms; 1 ms while catching up; once datagrams carry
@@ -111,4 +122,15 @@
 // mirror's lag passes half the ring's capacity (EventLagRecovered when it
 // is back within a quarter), and Server.Wait blocks until n mirrors have
 // applied a sequence, like Redis WAIT.
+//
+// # Wide session and keyed replication (negotiated extensions)
+//
+// HELLO bit4 asks for the 64-bit session id: the source answers a SESSION
+// frame (10) after MULTICAST, and unicast datagrams to that mirror end with
+// the id (ServerConfig.WideMulticast does it for a group). With
+// ServerConfig.Key and MirrorConfig.Key the connection is TLS 1.3 pinned
+// to the shared key both ways, SESSION carries the source incarnation, and
+// every datagram and PUNCH is sealed (auth.Sealer) and checked
+// (auth.Opener) before it is parsed. A peer that does not match gets an
+// ERROR frame (11) saying why. docs/protocol.md has the bytes.
 package replica

@@ -137,3 +137,11 @@ func (s *Server) backoff(ctx context.Context, err error, n int) {
 	d := acceptBackoffMin << min(n-1, 8)
 	sleepCtx(ctx, min(d, acceptBackoffMax))
 }
+
+// orDefault is v, or def when v is 0.
+func orDefault(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}

@@ -393,11 +393,3 @@ func storeMax(a *atomic.Uint64, v uint64) {
 		}
 	}
 }
-
-// orDefault is v, or def when v is 0.
-func orDefault(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
-}
