@@ -24,4 +24,5 @@ func (s *Server) Handoff(uint64) {
 		s.st.handoffs.Add(1)
 	}
 	s.wakeSessions()
+	s.wakeTelemetry()
 }

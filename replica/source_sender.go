@@ -83,6 +83,7 @@ func (s *Server) sendLoop(ctx context.Context) {
 		if w := s.ring.WriteSeq(); w != seen {
 			seen = w
 			s.wakeSessions()
+			s.wakeTelemetry()
 		}
 		if d := time.Until(deadline); d > 0 {
 			s.ring.Await(target, sn.ws, d)

@@ -134,6 +134,12 @@ type Server struct {
 	closed atomic.Bool
 	st     serverCounters
 	tele   *telemetry // the table of mirrors
+	// teleIdle: the telemetry loop sleeps seqIdleEvery because write_seq
+	// stood still. Stored true by the loop, taken back (CompareAndSwap) by
+	// the sender when write_seq moves, which then sends on teleWake
+	// (capacity 1): the loop samples at once and ticks fast again.
+	teleIdle atomic.Bool
+	teleWake chan struct{}
 }
 
 // serverCounters are ServerStats' counters. Each is only ever Added to, by
@@ -194,7 +200,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}}
+	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}, teleWake: make(chan struct{}, 1)}
 	s.sess = newIncarnation(cfg.Encrypt)
 	s.session = byte(s.sess.ID) // datagrams carry its low byte
 	if cfg.Key != nil {

@@ -74,6 +74,11 @@ type session struct {
 	sent atomic.Uint64
 
 	telemetry bool // the mirror sends STATUS (HelloTelemetry acknowledged)
+	// held is the last record a resuming mirror already holds (HELLO
+	// asked to continue after it; 0 otherwise): a STATUS may report it
+	// before this connection sent anything. Set by the handshake before
+	// the reader starts.
+	held uint64
 	// wide: the mirror takes the wide session's trailer (HelloSession64,
 	// no key). Set by the handshake before register; read by rebuildDests
 	// under srv.mu.
@@ -172,6 +177,9 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	}
 	first, reset := s.startOf(h.Seq)
 	ss.cursor = first
+	if h.Seq != wire.StartNewest && h.Seq != wire.StartOldest && !reset {
+		ss.held = first - 1 // a resumed mirror holds what came before
+	}
 	// Before register publishes the session to rebuildDests.
 	ss.wide = hello.Flags&wire.HelloSession64 != 0 && s.keyed == nil
 	s.register(ss)

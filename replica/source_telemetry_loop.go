@@ -6,18 +6,47 @@ import (
 )
 
 // telemetryLoop samples write_seq, raises and clears lag warnings and
-// forgets mirrors that left too long ago, until ctx ends.
+// forgets mirrors that left too long ago, until ctx ends. It looks every
+// seqSampleEvery while write_seq moves; once it stood still for a tick,
+// every seqIdleEvery, until the sender sees it move and wakes it
+// (teleIdle, teleWake): an idle source does not wake 100 times a second.
 func (s *Server) telemetryLoop(ctx context.Context) {
-	t := time.NewTicker(seqSampleEvery)
+	t := time.NewTimer(seqSampleEvery)
 	defer t.Stop()
+	last := s.ring.WriteSeq()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
-			for _, e := range s.tele.tick(s.ring.WriteSeq(), now, s.cfg.MirrorRetention) {
-				s.emit(e)
+		case <-t.C:
+		case <-s.teleWake:
+			t.Stop() // Go 1.23 timers: no stale tick after Stop or Reset
+		}
+		w := s.ring.WriteSeq()
+		for _, e := range s.tele.tick(w, time.Now(), s.cfg.MirrorRetention) {
+			s.emit(e)
+		}
+		next := seqSampleEvery
+		if w == last {
+			s.teleIdle.Store(true)
+			if s.ring.WriteSeq() == w { // moved since: the sender may have missed the flag
+				next = seqIdleEvery
+			} else {
+				s.teleIdle.Store(false)
 			}
+		}
+		last = w
+		t.Reset(next)
+	}
+}
+
+// wakeTelemetry wakes an idle telemetry loop (the sender, when write_seq
+// moved).
+func (s *Server) wakeTelemetry() {
+	if s.teleIdle.Load() && s.teleIdle.CompareAndSwap(true, false) {
+		select {
+		case s.teleWake <- struct{}{}:
+		default:
 		}
 	}
 }
