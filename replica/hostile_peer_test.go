@@ -206,13 +206,15 @@ func TestReaderThatNeverReads(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	go func() { // the legitimate mirror keeps replicating meanwhile
-		for range 40 {
-			src.push(100)
-			time.Sleep(100 * time.Millisecond) // pacing the producer, not synchronization
-		}
-	}()
+	// The legitimate mirror keeps replicating while the non-reader's
+	// session is stuck, batch after batch...
+	for i := range uint64(20) {
+		src.push(100)
+		mr.waitFor(60000+100*(i+1), 10*time.Second)
+	}
 	testenv.Until(t, 30*time.Second, "the non-reader's session ended", func() bool { return ended.Load() >= 1 })
+	// ...and after it was cut off.
+	src.push(2000)
 	mr.waitFor(64000, 20*time.Second)
 	for _, m := range srv.Mirrors() {
 		if m.Connected && m.Addr.Addr() == lan.Addrs[2] {
