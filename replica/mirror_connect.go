@@ -115,7 +115,7 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 		return err
 	}
 	if h.Kind == wire.KindError {
-		return refusal(h, p)
+		return refusal(p)
 	}
 	if h.Kind != wire.KindGeometry {
 		return fmt.Errorf("%w: expected GEOMETRY, got %v", wire.ErrMalformed, h.Kind)

@@ -37,15 +37,12 @@ func (m *Mirror) secure(ctx context.Context, c net.Conn) (net.Conn, error) {
 	return tc, nil
 }
 
-// refusal turns an ERROR frame read where the handshake expected
-// GEOMETRY or SESSION into the source's reason.
-func refusal(h wire.Header, p []byte) error {
+// refusal turns the payload of an ERROR frame read where the handshake
+// expected GEOMETRY or SESSION into the source's reason.
+func refusal(p []byte) error {
 	msg, err := wire.ParseError(p)
 	if err != nil {
 		return err
-	}
-	if h.Kind != wire.KindError {
-		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrRefused, msg)
 }
@@ -60,7 +57,7 @@ func (m *Mirror) readSession(c *conn) (wire.Session, error) {
 		return wire.Session{}, err
 	}
 	if h.Kind == wire.KindError {
-		return wire.Session{}, refusal(h, p)
+		return wire.Session{}, refusal(p)
 	}
 	if h.Kind != wire.KindSession {
 		return wire.Session{}, fmt.Errorf("%w: expected SESSION, got %v", wire.ErrMalformed, h.Kind)

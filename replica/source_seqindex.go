@@ -8,13 +8,15 @@ const (
 	// seqSampleEvery is how often the source samples its ring's write_seq
 	// to date records (the resolution of MirrorInfo.Lag).
 	seqSampleEvery = 10 * time.Millisecond
-	// seqIdleEvery is how often it looks while write_seq stands still
-	// (the sender wakes it as soon as write_seq moves again).
-	seqIdleEvery = time.Second
 	// seqSamples is how many samples are kept: at least 80 s of history
 	// under constant load (a sample is taken only when write_seq moved).
 	seqSamples = 8192
 )
+
+// seqIdleEvery is how often the source looks while write_seq stands still
+// (the sender wakes it as soon as write_seq moves again). A variable only
+// so that a test can make it longer than the test.
+var seqIdleEvery = time.Second
 
 // seqSample says that write_seq was first seen at seq at time at.
 type seqSample struct {

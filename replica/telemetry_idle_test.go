@@ -12,9 +12,12 @@ import (
 
 // TestTelemetryIdlesAndWakes: once write_seq stands still the telemetry
 // loop goes idle (teleIdle), and the next record wakes it through the
-// sender at once: the record is dated by a fresh sample, not a second
-// later.
+// sender: with the idle interval longer than the test, only that wake can
+// get the record sampled.
 func TestTelemetryIdlesAndWakes(t *testing.T) {
+	old := seqIdleEvery
+	seqIdleEvery = time.Hour
+	defer func() { seqIdleEvery = old }()
 	path := filepath.Join(t.TempDir(), "ring")
 	w, err := shm.Create(path, shm.RingConfig{PayloadSize: 56, Capacity: 1024}, shm.CreateOptions{})
 	if err != nil {
@@ -30,19 +33,12 @@ func TestTelemetryIdlesAndWakes(t *testing.T) {
 	go func() { done <- s.Serve(ctx) }()
 	defer func() { cancel(); s.Close(); <-done }()
 	testenv.Until(t, 5*time.Second, "the telemetry loop idle", s.teleIdle.Load)
-	before := time.Now()
 	if _, err := w.Push(make([]byte, 56)); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Until(t, 5*time.Second, "the record sampled", func() bool {
+	testenv.Until(t, 5*time.Second, "the record sampled by the woken loop", func() bool {
 		s.tele.mu.Lock()
 		defer s.tele.mu.Unlock()
 		return s.tele.index.last == 1
 	})
-	s.tele.mu.Lock()
-	at := time.Unix(0, s.tele.index.lastT)
-	s.tele.mu.Unlock()
-	if d := at.Sub(before); d < 0 || d >= seqIdleEvery {
-		t.Fatalf("record 1 dated %v after its push: the idle loop was not woken", d)
-	}
 }
