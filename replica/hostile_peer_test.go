@@ -5,6 +5,7 @@ package replica_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"os"
@@ -141,29 +142,47 @@ func TestConnectionLimits(t *testing.T) {
 func TestAcceptSurvivesEMFILE(t *testing.T) {
 	p, src := pairSource(t, 1024)
 	srv := src.serve(replica.ServerConfig{MaxConnsPerAddr: -1, MaxPending: -1})
-	restore := lowerFDLimit(t, 16)
+	restore := lowerFDLimit(t, 64)
 	defer restore()
-	// Dial until the process has no descriptor left: the kernel completes
-	// the handshakes in the listen queue, the accepts fail.
-	var conns []net.Conn
+	// The client sockets exist before the descriptors run out, so their
+	// connects need none: the kernel completes the handshakes into the
+	// listen queue and the source's accepts, with no descriptor left,
+	// fail. (Dialing after the limit would race the source for the last
+	// descriptor and might find none to connect with.)
+	var socks []int
 	defer func() {
-		for _, c := range conns {
-			c.Close()
+		for _, fd := range socks {
+			syscall.Close(fd)
 		}
 	}()
-	for range 64 {
-		var c net.Conn
-		if p.B.Do(func() (err error) { c, err = net.DialTimeout("tcp", srv.Addr().String(), time.Second); return err }) != nil {
-			break
+	if err := p.B.Do(func() error {
+		for range 4 {
+			fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			socks = append(socks, fd)
 		}
-		conns = append(conns, c)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fill := exhaustFDs(t)
+	ap := srv.Addr()
+	sa := &syscall.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	for _, fd := range socks {
+		if err := syscall.Connect(fd, sa); err != nil {
+			fill()
+			t.Fatalf("connect: %v", err)
+		}
 	}
 	testenv.Until(t, 10*time.Second, "an accept failing for want of descriptors", func() bool { return srv.Stats().AcceptErrors >= 1 })
+	fill()
 	restore()
-	for _, c := range conns {
-		c.Close()
+	for _, fd := range socks {
+		syscall.Close(fd)
 	}
-	conns = nil
+	socks = nil
 	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{From: fromOldest}, nil)
 	mr.connected()
 	src.push(100)
@@ -171,6 +190,35 @@ func TestAcceptSurvivesEMFILE(t *testing.T) {
 	mr.close()
 	sameSlots(t, src.path, mr.path, 1)
 	t.Logf("server %+v", srv.Stats())
+}
+
+// exhaustFDs opens /dev/null until the process's descriptor limit is
+// reached (bounded by the limit lowerFDLimit set) and returns the function
+// that closes them all again.
+func exhaustFDs(t *testing.T) (release func()) {
+	t.Helper()
+	var held []*os.File
+	release = func() {
+		for _, f := range held {
+			f.Close()
+		}
+		held = nil
+	}
+	t.Cleanup(release)
+	for range 1 << 16 {
+		f, err := os.Open(os.DevNull)
+		if errors.Is(err, syscall.EMFILE) {
+			return release
+		}
+		if err != nil {
+			release()
+			t.Fatal(err)
+		}
+		held = append(held, f)
+	}
+	release()
+	t.Fatal("the descriptor limit was never reached")
+	return nil
 }
 
 // TestReaderThatNeverReads: a peer that asks for history (NAKs) and never
