@@ -10,55 +10,14 @@ import (
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/xdptest"
 	"github.com/ringfire/ringfire/transport"
 )
 
-// pinProgram does what `xdpctl attach` does on ifname in ns: mount bpffs,
-// load, attach in generic mode with flows, pin. The pins are removed (and
-// the program detached) when the test ends.
+// pinProgram pins a steering program on ifname in ns (xdptest.Pin).
 func pinProgram(t *testing.T, ns *netns.NS, ifname string, flows ...bpf.Flow) {
 	t.Helper()
-	if _, err := bpf.MountFS(bpf.DefaultFS); err != nil {
-		t.Fatal(err)
-	}
-	var dir string
-	err := ns.Do(func() error {
-		var err error
-		if dir, err = bpf.PinDir(bpf.DefaultFS, ifname); err != nil {
-			return err
-		}
-		ifi, err := netLinkIndex(ifname)
-		if err != nil {
-			return err
-		}
-		p, err := bpf.Load()
-		if err != nil {
-			return err
-		}
-		defer p.Close()
-		if err := p.Attach(ifi, bpf.ModeGeneric); err != nil {
-			return err
-		}
-		for _, f := range flows {
-			if err := p.AddFlow(f); err != nil {
-				return err
-			}
-		}
-		return p.Pin(dir)
-	})
-	t.Cleanup(func() {
-		ns.Do(func() error {
-			if p, err := bpf.LoadPinned(dir); err == nil {
-				p.Detach()
-				p.Close()
-			}
-			return nil
-		})
-		bpf.RemovePins(dir)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	xdptest.Pin(t, ns, ifname, flows...)
 }
 
 // pinned opens the pinned program of ifname in ns (closed at cleanup).
@@ -153,11 +112,3 @@ func TestPinnedFlowNotRemoved(t *testing.T) {
 	}
 }
 
-// netLinkIndex is the index of ifname in the calling thread's namespace.
-func netLinkIndex(ifname string) (int, error) {
-	ifi, err := net.InterfaceByName(ifname)
-	if err != nil {
-		return 0, err
-	}
-	return ifi.Index, nil
-}

@@ -17,8 +17,9 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// liveServer is the server serve runs now (it opens a new one when the
-// producer replaces the ring); nil between two.
+// liveServer is the server a serve unit runs now (it opens a new one when
+// the producer replaces the ring); nil between two. The unit stores it;
+// scrapes and a hub's mirror load it.
 type liveServer struct {
 	p atomic.Pointer[replica.Server]
 }
@@ -39,14 +40,15 @@ func metricsAddr(s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// startMetrics serves /metrics (Prometheus, read from the live server at
-// scrape time) and /mirrors (the table as JSON) on addr until ctx ends.
-func startMetrics(ctx context.Context, addr string, live *liveServer, log *slog.Logger) (net.Addr, error) {
+// startMetrics serves /metrics (Prometheus, read from the units at
+// scrape time), /mirrors (a served ring's table of mirrors as JSON),
+// /healthz and /readyz on addr until ctx ends.
+func startMetrics(ctx context.Context, addr string, set *unitSet, log *slog.Logger) (net.Addr, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
-	srv := &http.Server{Handler: metricsHandler(live), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: metricsHandler(set), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics endpoint", "err", err)
@@ -59,22 +61,33 @@ func startMetrics(ctx context.Context, addr string, live *liveServer, log *slog.
 	return ln.Addr(), nil
 }
 
-// metricsHandler routes /metrics and /mirrors; it has its own registry.
-func metricsHandler(live *liveServer) http.Handler {
+// metricsHandler routes the endpoints; it has its own registry.
+func metricsHandler(set *unitSet) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(live))
+	reg.MustRegister(newCollector(set))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
-	mux.HandleFunc("/mirrors", func(w http.ResponseWriter, _ *http.Request) {
-		s := live.p.Load()
-		if s == nil {
-			http.Error(w, "not serving", http.StatusServiceUnavailable)
+	mux.HandleFunc("/mirrors", func(w http.ResponseWriter, r *http.Request) {
+		s, err := set.server(r.URL.Query().Get("ring"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(tableOf(s))
 	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { answer(w, set.healthy()) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) { answer(w, set.ready()) })
 	return mux
+}
+
+// answer writes "ok" or, with 503, why not.
+func answer(w http.ResponseWriter, why error) {
+	if why != nil {
+		http.Error(w, why.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
 }
 
 // mirrorTable is the /mirrors document.

@@ -7,13 +7,25 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// collector reads the live server's counters and table at scrape time:
-// nothing is counted per record.
+// collector reads the units' counters and tables at scrape time: nothing
+// is counted per record. Every series carries the ring's name (label
+// ring): a served ring's counters, the table of its mirrors, and this
+// process's own mirrors (ringfire_local_mirror_*).
 type collector struct {
-	live   *liveServer
+	set    *unitSet
 	server []serverMetric
 	mirror []mirrorMetric
+	local  []localMetric
 	info   *prometheus.Desc
+	// serveInfo and localInfo carry what transport a served ring and a
+	// local mirror use (value 1).
+	serveInfo, localInfo *prometheus.Desc
+}
+
+type localMetric struct {
+	d     *prometheus.Desc
+	t     prometheus.ValueType
+	value func(replica.MirrorStats) float64
 }
 
 type serverMetric struct {
@@ -29,15 +41,18 @@ type mirrorMetric struct {
 	value    func(replica.MirrorInfo) float64
 }
 
-// mirrorLabels name a mirror: its name and identity (from its STATUS,
-// empty before) and its TCP address.
-var mirrorLabels = []string{"mirror", "id", "addr"}
+// mirrorLabels name a mirror of a served ring: the ring, the mirror's
+// name and identity (from its STATUS, empty before) and its TCP address.
+var mirrorLabels = []string{"ring", "mirror", "id", "addr"}
 
-func newCollector(live *liveServer) *collector {
-	c := &collector{live: live}
+// ringLabels name a served ring or a local mirror by its ring's name.
+var ringLabels = []string{"ring"}
+
+func newCollector(set *unitSet) *collector {
+	c := &collector{set: set}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	srv := func(name, help string, t prometheus.ValueType, v func(replica.ServerStats) float64) {
-		c.server = append(c.server, serverMetric{prometheus.NewDesc("ringfire_"+name, help, nil, nil), t, v})
+		c.server = append(c.server, serverMetric{prometheus.NewDesc("ringfire_"+name, help, ringLabels, nil), t, v})
 	}
 	srv("ring_write_seq", "The served ring's write_seq.", g, func(s replica.ServerStats) float64 { return float64(s.WriteSeq) })
 	srv("serve_mirrors", "Mirrors connected now.", g, func(s replica.ServerStats) float64 { return float64(s.Mirrors) })
@@ -84,8 +99,29 @@ func newCollector(live *liveServer) *collector {
 	mir("retransmitted_records_total", "Records the mirror received in answer to NAKs.", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Retransmitted) })
 	mir("gap_records_total", "Records the mirror lost (GAP).", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Gaps) })
 	mir("drops_total", "Datagrams the mirror could not use.", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Drops) })
+	c.addLocal()
+	c.serveInfo = prometheus.NewDesc("ringfire_serve_info", "A served ring's datagram transport (value 1).", []string{"ring", "transport"}, nil)
+	c.localInfo = prometheus.NewDesc("ringfire_local_mirror_info", "A local mirror's source and transport (value 1).", []string{"ring", "source", "transport"}, nil)
 	c.info = prometheus.NewDesc("ringfire_mirror_info", "A mirror's transport (value 1).", append(mirrorLabels, "transport"), nil)
 	return c
+}
+
+// addLocal describes the process's own mirrors.
+func (c *collector) addLocal() {
+	g, k := prometheus.GaugeValue, prometheus.CounterValue
+	loc := func(name, help string, t prometheus.ValueType, v func(replica.MirrorStats) float64) {
+		c.local = append(c.local, localMetric{prometheus.NewDesc("ringfire_local_mirror_"+name, help, ringLabels, nil), t, v})
+	}
+	loc("next_seq", "Next sequence this mirror will write.", g, func(s replica.MirrorStats) float64 { return float64(s.Next) })
+	loc("lag_records", "Records behind the newest sequence heard of.", g, func(s replica.MirrorStats) float64 { return float64(s.Lag) })
+	loc("connects_total", "TCP connections made to the source.", k, func(s replica.MirrorStats) float64 { return float64(s.Connects) })
+	loc("records_total", "Records written to the mirror ring.", k, func(s replica.MirrorStats) float64 { return float64(s.Records) })
+	loc("datagrams_total", "Datagrams received.", k, func(s replica.MirrorStats) float64 { return float64(s.Datagrams) })
+	loc("naks_total", "NAK frames sent.", k, func(s replica.MirrorStats) float64 { return float64(s.NaksSent) })
+	loc("gap_records_total", "Records lost (GAP).", k, func(s replica.MirrorStats) float64 { return float64(s.Gaps) })
+	loc("dropped_total", "Datagrams dropped: malformed, other session, foreign, far ahead, bad tag, replayed.", k, func(s replica.MirrorStats) float64 {
+		return float64(s.Malformed + s.OtherSession + s.Foreign + s.FarAhead + s.BadAuth + s.Replayed)
+	})
 }
 
 // Describe implements prometheus.Collector.
@@ -96,27 +132,45 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range c.mirror {
 		ch <- m.d
 	}
+	for _, m := range c.local {
+		ch <- m.d
+	}
 	ch <- c.info
+	ch <- c.serveInfo
+	ch <- c.localInfo
 }
 
 // Collect implements prometheus.Collector: one snapshot of the counters
-// and one of the table per scrape.
+// and one of the table per ring and scrape.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
-	s := c.live.p.Load()
-	if s == nil {
-		return
+	serves, mirrors := c.set.snapshot()
+	for _, u := range serves {
+		if s := u.live.p.Load(); s != nil {
+			c.collectServer(ch, u.name, s)
+		}
 	}
+	for _, u := range mirrors {
+		st := u.m.Stats()
+		for _, m := range c.local {
+			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st), u.name)
+		}
+		ch <- prometheus.MustNewConstMetric(c.localInfo, prometheus.GaugeValue, 1, u.name, u.source, st.Transport)
+	}
+}
+
+func (c *collector) collectServer(ch chan<- prometheus.Metric, ring string, s *replica.Server) {
 	st := s.Stats()
 	for _, m := range c.server {
-		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st))
+		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st), ring)
 	}
-	seen := map[[3]string]bool{}
+	ch <- prometheus.MustNewConstMetric(c.serveInfo, prometheus.GaugeValue, 1, ring, st.Transport)
+	seen := map[[4]string]bool{}
 	for _, mi := range s.Mirrors() {
 		id := ""
 		if mi.ID != 0 {
 			id = fmt.Sprintf("%016x", mi.ID)
 		}
-		l := [3]string{mi.Name, id, mi.Addr.String()}
+		l := [4]string{ring, mi.Name, id, mi.Addr.String()}
 		if seen[l] {
 			continue // two rows may not share labels
 		}
@@ -127,6 +181,6 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(mi), l[:]...)
 		}
-		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, l[0], l[1], l[2], mi.Transport)
+		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, append(l[:], mi.Transport)...)
 	}
 }

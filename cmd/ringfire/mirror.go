@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,88 +27,64 @@ the source, NAT friendly), or over TCP with --tcp. The mirror reconnects
 after --reconnect-ms unless --once is given. The counters are printed when it
 ends.`
 
+// mirrorFlags are the flags that describe one mirror: mirror's, and the
+// keys of a [[mirror]] table of ringfire run.
+type mirrorFlags struct {
+	from, iface                     string
+	unicast, tcp, once, noTelemetry bool
+	anySource                       bool
+	reconnectMS                     int
+	maxSize                         maxSize
+	wait                            waitFlags
+	key                             keyFlags
+	xdp                             xdpFlags
+}
+
+func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
+	f := &mirrorFlags{maxSize: defaultMaxSize()}
+	fs.StringVar(&f.from, "from", "latest", "start `at` latest, oldest, resume or a sequence number")
+	fs.StringVar(&f.iface, "iface", "", "local interface (`address` or name) facing the source")
+	fs.BoolVar(&f.unicast, "unicast", false, "ask for UDP unicast (punch through NAT)")
+	fs.BoolVar(&f.tcp, "tcp", false, "receive everything over TCP")
+	fs.BoolVar(&f.once, "once", false, "do not reconnect: exit when the source goes away")
+	fs.IntVar(&f.reconnectMS, "reconnect-ms", 1000, "wait `ms` between reconnections")
+	f.wait.add(fs, "receive loop")
+	fs.Var(&f.maxSize, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
+	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id")
+	fs.BoolVar(&f.anySource, "any-source", false, "accept datagrams from any address (default: only from the source's)")
+	f.key.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
+	f.xdp.add(fs)
+	return f
+}
+
 func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("mirror", "SOURCE PATH [flags]", mirrorHelp, stderr)
+	f := addMirrorFlags(fs)
 	var (
-		from, iface        string
-		unicast, tcp, once bool
 		asJSON             bool
-		noTelemetry        bool
-		reconnectMS        int
 		duration, interval time.Duration
 	)
-	fs.StringVar(&from, "from", "latest", "start `at` latest, oldest, resume or a sequence number")
-	fs.StringVar(&iface, "iface", "", "local interface (`address` or name) facing the source")
-	fs.BoolVar(&unicast, "unicast", false, "ask for UDP unicast (punch through NAT)")
-	fs.BoolVar(&tcp, "tcp", false, "receive everything over TCP")
-	fs.BoolVar(&once, "once", false, "do not reconnect: exit when the source goes away")
-	fs.IntVar(&reconnectMS, "reconnect-ms", 1000, "wait `ms` between reconnections")
-	var wf waitFlags
-	wf.add(fs, "receive loop")
-	ms := defaultMaxSize()
-	fs.Var(&ms, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
-	fs.BoolVar(&noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id")
-	anySource := fs.Bool("any-source", false, "accept datagrams from any address (default: only from the source's)")
-	var kf keyFlags
-	kf.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
-	var xf xdpFlags
-	xf.add(fs)
 	addRunFlags(fs, &duration, &interval, &asJSON)
 	pos, err := parseArgs(fs, args, "SOURCE", "PATH")
 	if err != nil {
 		return helpOr(err)
 	}
-	if err := checkSource(pos[0]); err != nil {
-		return err
-	}
 	if err := checkRunFlags(duration, interval); err != nil {
 		return err
 	}
-	start, err := parseMirrorFrom(from)
-	if err != nil {
-		return err
-	}
-	ifa, err := ifaceAddr(iface)
-	if err != nil {
-		return err
-	}
-	mode, pin, err := wf.check()
-	if err != nil {
-		return err
-	}
-	key, err := kf.load()
-	if err != nil {
-		return err
-	}
-	if reconnectMS <= 0 {
-		return usagef("--reconnect-ms must be positive")
-	}
-	tc, err := xf.check()
-	if err != nil {
-		return err
-	}
-	xf.busyPollFor(&tc, mode)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	xo := newOpener(tc, &xf, log)
-	m, err := replica.NewMirror(replica.MirrorConfig{Source: pos[0], Ring: pos[1], From: start, Unicast: unicast,
-		TCPOnly: tcp, Iface: ifa, Once: once, Wait: mode, Pin: pin, Reconnect: time.Duration(reconnectMS) * time.Millisecond,
-		NewTransport: xo.mirrorTransport(), NoTelemetry: noTelemetry, NoSession64: noTelemetry, Events: mirrorEvents(log, time.Now),
-		MaxRingSize: ms.opt(), AnySource: *anySource, Key: key, Encrypt: kf.encrypt})
+	u, err := f.unit(pos[0], pos[1], log, nil)
 	if err != nil {
 		return err
 	}
-	log.Info("mirroring", "source", pos[0], "ring", pos[1], "from", from)
 	ctx, cancel := runContext(ctx, duration)
 	defer cancel()
-	go every(ctx, interval, func() { printMirrorStats(stdout, m.Stats(), false) })
-	err = m.Run(ctx)
-	if cerr := m.Close(); err == nil {
-		err = cerr
-	}
+	go everyTick(ctx, interval, func() { printMirrorStats(stdout, u.m.Stats(), false) })
+	err = u.run(ctx)
 	if terr := trace.Flush("mirror-" + filepath.Base(pos[1])); err == nil {
 		err = terr
 	}
-	printMirrorStats(stdout, m.Stats(), asJSON)
+	printMirrorStats(stdout, u.m.Stats(), asJSON)
 	return err
 }
 

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/cli"
 )
 
 const mirrorsHelp = `Mirrors prints the table of mirrors of a ringfire serve started with
@@ -17,15 +20,16 @@ sequence it applied (readable in its ring), its lag behind the source ring in
 records and in milliseconds (the age of the oldest record it has not
 applied), the NAKs it sent and the records it lost to gaps. Mirrors that do
 not report telemetry are listed with "-"; mirrors that left are kept a while.
-ADDR without a host means 127.0.0.1.`
+ADDR without a host means 127.0.0.1. A ringfire run process serves several
+rings: RING names the one (its name key, else its file's base name).`
 
 func runMirrors(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("mirrors", "ADDR [flags]", mirrorsHelp, stderr)
+	fs := newFlagSet("mirrors", "ADDR [RING] [flags]", mirrorsHelp, stderr)
 	var asJSON bool
 	var timeout time.Duration
 	fs.BoolVar(&asJSON, "json", false, "print the table as JSON")
 	fs.DurationVar(&timeout, "timeout", 5*time.Second, "give up after this `duration`")
-	pos, err := parseArgs(fs, args, "ADDR")
+	pos, err := cli.ParseArgs("ringfire", fs, args, 1, "ADDR", "RING")
 	if err != nil {
 		return helpOr(err)
 	}
@@ -35,7 +39,7 @@ func runMirrors(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/mirrors", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/mirrors"+ringQuery(pos), nil)
 	if err != nil {
 		return err
 	}
@@ -61,6 +65,14 @@ func runMirrors(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	printMirrorTable(stdout, t)
 	return nil
+}
+
+// ringQuery is the /mirrors query naming RING, if given.
+func ringQuery(pos []string) string {
+	if len(pos) < 2 {
+		return ""
+	}
+	return "?" + url.Values{"ring": {pos[1]}}.Encode()
 }
 
 // printMirrorTable prints the table, one mirror a line.

@@ -104,9 +104,11 @@ func TestMetricsFollowMirror(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ctx) }()
 	defer func() { cancel(); srv.Close(); <-served }()
-	var live liveServer
-	live.p.Store(srv)
-	hs := httptest.NewServer(metricsHandler(&live))
+	u := &serveUnit{name: "src", live: new(liveServer)}
+	u.live.p.Store(srv)
+	var set unitSet
+	set.addServe(u)
+	hs := httptest.NewServer(metricsHandler(&set))
 	defer hs.Close()
 
 	mring := filepath.Join(dir, "dst")
@@ -141,7 +143,7 @@ func TestMetricsFollowMirror(t *testing.T) {
 	m := waitMetrics("caught up at 100", func(m map[string]float64) bool {
 		return gauge(m, "applied_seq") == 100 && gauge(m, "lag_records") == 0 && gauge(m, "connected") == 1
 	})
-	if m["ringfire_ring_write_seq"] != 100 || m["ringfire_serve_mirrors"] != 1 || gauge(m, "lag_seconds") != 0 || gauge(m, "telemetry") != 1 {
+	if m[`ringfire_ring_write_seq{ring="src"}`] != 100 || m[`ringfire_serve_mirrors{ring="src"}`] != 1 || gauge(m, "lag_seconds") != 0 || gauge(m, "telemetry") != 1 {
 		t.Fatalf("metrics %v", m)
 	}
 	if _, ok := seriesOf(m, "ringfire_mirror_info", "site-b"); !ok {
@@ -218,7 +220,7 @@ func TestServeMetricsFlag(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	m := parseMetrics(t, strings.NewReader(get("/metrics")))
-	if v, ok := seriesOf(m, "ringfire_mirror_applied_seq", table.Mirrors[0].Mirror); !ok || v != 2000 || m["ringfire_ring_write_seq"] != 2000 {
+	if v, ok := seriesOf(m, "ringfire_mirror_applied_seq", table.Mirrors[0].Mirror); !ok || v != 2000 || m[`ringfire_ring_write_seq{ring="src"}`] != 2000 {
 		t.Fatalf("metrics %v", m)
 	}
 	waitDone(t, mdone, "mirror")

@@ -3,19 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica"
-	"github.com/ringfire/ringfire/shm"
 )
 
 const serveHelp = `Serve maps the ring at PATH read-only and serves it to mirrors. Every mirror
@@ -35,20 +32,19 @@ unless ADDR names a host.`
 
 type serveFlags struct {
 	bind, multicast, iface string
-	metrics                string
 	ttl, udp, dup, mtu     int
 	batch, lingerUS        int
-	json, wideMulticast    bool
-	duration, every        time.Duration
+	wideMulticast          bool
 	xdp                    xdpFlags
 	wait                   waitFlags
 	limits                 limitFlags
 	key                    keyFlags
 }
 
-func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "PATH [flags]", serveHelp, stderr)
-	var f serveFlags
+// addServeFlags registers the flags that describe how one ring is served:
+// serve's, and the keys of a [[serve]] table of ringfire run.
+func addServeFlags(fs *flag.FlagSet) *serveFlags {
+	f := new(serveFlags)
 	fs.StringVar(&f.bind, "bind", "0.0.0.0:7400", "TCP control `address` mirrors connect to")
 	fs.StringVar(&f.multicast, "multicast", "", "send datagrams to this multicast `group:port`")
 	fs.StringVar(&f.iface, "iface", "", "interface (`address` or name) multicast leaves by")
@@ -62,85 +58,54 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f.wait.add(fs, "datagram sender")
 	f.limits.add(fs)
 	f.key.add(fs, "with --key, also encrypt the datagrams' payloads (TCP is always encrypted under a key)")
-	fs.StringVar(&f.metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
 	f.xdp.add(fs)
-	addRunFlags(fs, &f.duration, &f.every, &f.json)
+	return f
+}
+
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "PATH [flags]", serveHelp, stderr)
+	f := addServeFlags(fs)
+	var (
+		metrics         string
+		asJSON          bool
+		duration, every time.Duration
+	)
+	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
+	addRunFlags(fs, &duration, &every, &asJSON)
 	path, err := parsePath(fs, args)
 	if err != nil {
 		return helpOr(err)
 	}
-	cfg, err := f.config(path, stderr)
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	u, err := f.unit(path, log)
 	if err != nil {
 		return err
 	}
-	if err := checkRunFlags(f.duration, f.every); err != nil {
+	if err := checkRunFlags(duration, every); err != nil {
 		return err
 	}
-	tc, err := f.xdp.check()
-	if err != nil {
-		return err
-	}
-	f.xdp.busyPollFor(&tc, cfg.Wait)
-	if f.xdp.bypass() && f.udp == 0 && !cfg.Multicast.IsValid() {
-		return usagef("--xdp/--transport carries datagrams: it needs --multicast or --udp")
-	}
-	ctx, cancel := runContext(ctx, f.duration)
+	ctx, cancel := runContext(ctx, duration)
 	defer cancel()
 	defer trace.Flush("serve-" + filepath.Base(path))
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	var live liveServer
-	if f.metrics != "" {
-		addr, err := metricsAddr(f.metrics)
+	if metrics != "" {
+		addr, err := metricsAddr(metrics)
 		if err != nil {
 			return err
 		}
-		at, err := startMetrics(ctx, addr, &live, log)
+		var set unitSet
+		set.addServe(u)
+		at, err := startMetrics(ctx, addr, &set, log)
 		if err != nil {
 			return err
 		}
 		log.Info("metrics", "addr", at, "metrics", "/metrics", "mirrors", "/mirrors")
 	}
-	cfg.NewTransport = newOpener(tc, &f.xdp, log).serverTransport()
-	for restarted := false; ; restarted = true {
-		srv, err := newServer(ctx, cfg, restarted)
-		if err != nil {
-			return err
-		}
-		log.Info("serving", "ring", path, "bind", srv.Addr(), "multicast", f.multicast, "udp", f.udp, "session", srv.Session())
-		sctx, stop := context.WithCancel(ctx)
-		go every(sctx, f.every, func() { printServerStats(stdout, srv.Stats(), false) })
-		live.p.Store(srv)
-		err = srv.Serve(sctx)
-		live.p.Store(nil)
-		stop()
-		st := srv.Stats()
-		srv.Close()
-		printServerStats(stdout, st, f.json)
-		if !errors.Is(err, replica.ErrRingReplaced) {
-			return err
-		}
-		// The producer restarted: serve the new ring under a new session,
-		// so that mirrors start fresh rings.
-		log.Warn("ring replaced, serving the new one", "ring", path)
-	}
+	return u.run(ctx, func(sctx context.Context, srv *replica.Server) {
+		go everyTick(sctx, every, func() { printServerStats(stdout, srv.Stats(), false) })
+	}, func(st replica.ServerStats) { printServerStats(stdout, st, asJSON) })
 }
 
-// newServer opens the server; after a replaced ring it gives the new
-// producer a few seconds to finish creating it.
-func newServer(ctx context.Context, cfg replica.ServerConfig, retry bool) (*replica.Server, error) {
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		srv, err := replica.NewServer(cfg)
-		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic)
-		if err == nil || !retry || !transient || time.Now().After(deadline) || ctx.Err() != nil {
-			return srv, err
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (f *serveFlags) config(path string, stderr io.Writer) (replica.ServerConfig, error) {
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+func (f *serveFlags) config(path string, log *slog.Logger) (replica.ServerConfig, error) {
 	cfg := replica.ServerConfig{Ring: path, Bind: f.bind, TTL: f.ttl, UDPPort: f.udp, Dup: f.dup,
 		MTU: f.mtu, Batch: f.batch, Linger: time.Duration(f.lingerUS) * time.Microsecond,
 		Events: func(e replica.Event) { logEvent(log, e) }}
@@ -228,8 +193,8 @@ func runContext(ctx context.Context, d time.Duration) (context.Context, context.
 	return context.WithCancel(ctx)
 }
 
-// every calls fn every d until ctx ends (never when d is 0).
-func every(ctx context.Context, d time.Duration, fn func()) {
+// everyTick calls fn every d until ctx ends (never when d is 0).
+func everyTick(ctx context.Context, d time.Duration, fn func()) {
 	if d <= 0 {
 		return
 	}

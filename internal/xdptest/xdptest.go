@@ -65,3 +65,51 @@ func MAC(tb testing.TB, ns *netns.NS, ifname string) (m pkt.MAC) {
 	}
 	return m
 }
+
+// Pin does what `xdpctl attach` does on ifname in ns: mount bpffs, load,
+// attach in generic mode with flows, pin. The pins are removed (and the
+// program detached) when the test ends.
+func Pin(tb testing.TB, ns *netns.NS, ifname string, flows ...bpf.Flow) {
+	tb.Helper()
+	if _, err := bpf.MountFS(bpf.DefaultFS); err != nil {
+		tb.Fatal(err)
+	}
+	var dir string
+	err := ns.Do(func() error {
+		var err error
+		if dir, err = bpf.PinDir(bpf.DefaultFS, ifname); err != nil {
+			return err
+		}
+		ifi, err := net.InterfaceByName(ifname)
+		if err != nil {
+			return err
+		}
+		p, err := bpf.Load()
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		if err := p.Attach(ifi.Index, bpf.ModeGeneric); err != nil {
+			return err
+		}
+		for _, f := range flows {
+			if err := p.AddFlow(f); err != nil {
+				return err
+			}
+		}
+		return p.Pin(dir)
+	})
+	tb.Cleanup(func() {
+		ns.Do(func() error {
+			if p, err := bpf.LoadPinned(dir); err == nil {
+				p.Detach()
+				p.Close()
+			}
+			return nil
+		})
+		bpf.RemovePins(dir)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/ringfire/ringfire/replica"
+)
+
+// mirrorUnit is one mirror: mirror runs one, ringfire run one per
+// [[mirror]] table.
+type mirrorUnit struct {
+	name, source, path string
+	from               string
+	m                  *replica.Mirror
+	log                *slog.Logger
+}
+
+// unit validates the flags and returns the mirror of source into path.
+// published, when set, is told of every record the mirror makes visible
+// (a hub: the server of path in the same process sends them on).
+func (f *mirrorFlags) unit(source, path string, log *slog.Logger, published func(uint64)) (*mirrorUnit, error) {
+	if err := checkSource(source); err != nil {
+		return nil, err
+	}
+	start, err := parseMirrorFrom(f.from)
+	if err != nil {
+		return nil, err
+	}
+	ifa, err := ifaceAddr(f.iface)
+	if err != nil {
+		return nil, err
+	}
+	mode, pin, err := f.wait.check()
+	if err != nil {
+		return nil, err
+	}
+	key, err := f.key.load()
+	if err != nil {
+		return nil, err
+	}
+	if f.reconnectMS <= 0 {
+		return nil, usagef("--reconnect-ms must be positive")
+	}
+	tc, err := f.xdp.check()
+	if err != nil {
+		return nil, err
+	}
+	f.xdp.busyPollFor(&tc, mode)
+	xo := newOpener(tc, &f.xdp, log)
+	m, err := replica.NewMirror(replica.MirrorConfig{Source: source, Ring: path, From: start, Unicast: f.unicast,
+		TCPOnly: f.tcp, Iface: ifa, Once: f.once, Wait: mode, Pin: pin, Reconnect: time.Duration(f.reconnectMS) * time.Millisecond,
+		NewTransport: xo.mirrorTransport(), NoTelemetry: f.noTelemetry, NoSession64: f.noTelemetry, Events: mirrorEvents(log, time.Now),
+		MaxRingSize: f.maxSize.opt(), AnySource: f.anySource, Key: key, Encrypt: f.key.encrypt, Published: published})
+	if err != nil {
+		return nil, err
+	}
+	return &mirrorUnit{name: ringName(path), source: source, path: path, from: f.from, m: m, log: log}, nil
+}
+
+// run mirrors until ctx ends (or the source goes away, with --once), then
+// closes the mirror.
+func (u *mirrorUnit) run(ctx context.Context) error {
+	u.log.Info("mirroring", "source", u.source, "ring", u.path, "from", u.from)
+	err := u.m.Run(ctx)
+	if cerr := u.m.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/shm"
+)
+
+// serveUnit is one served ring: serve runs one, ringfire run one per
+// [[serve]] table. Its run serves until ctx ends, and serves the new ring
+// under a new session when the producer replaces the ring.
+type serveUnit struct {
+	name string // the ring's name in logs, metrics and /mirrors
+	path string
+	cfg  replica.ServerConfig
+	log  *slog.Logger
+	live *liveServer // the server running now; shared with a hub's mirror
+	// await makes run wait for a ring that does not exist yet (a hub's
+	// mirror in the same process creates it once it reached its source).
+	await bool
+}
+
+// unit validates the flags and returns the unit serving path.
+func (f *serveFlags) unit(path string, log *slog.Logger) (*serveUnit, error) {
+	cfg, err := f.config(path, log)
+	if err != nil {
+		return nil, err
+	}
+	tc, err := f.xdp.check()
+	if err != nil {
+		return nil, err
+	}
+	f.xdp.busyPollFor(&tc, cfg.Wait)
+	if f.xdp.bypass() && f.udp == 0 && !cfg.Multicast.IsValid() {
+		return nil, usagef("--xdp/--transport carries datagrams: it needs --multicast or --udp")
+	}
+	cfg.NewTransport = newOpener(tc, &f.xdp, log).serverTransport()
+	return &serveUnit{name: ringName(path), path: path, cfg: cfg, log: log, live: new(liveServer)}, nil
+}
+
+// run serves until ctx ends. started is called with each server once it
+// listens (and a context that ends with it), stopped with its final
+// counters.
+func (u *serveUnit) run(ctx context.Context, started func(context.Context, *replica.Server), stopped func(replica.ServerStats)) error {
+	for restarted := false; ; restarted = true {
+		srv, err := u.open(ctx, restarted || u.await)
+		if err != nil || srv == nil {
+			return err
+		}
+		u.log.Info("serving", "ring", u.path, "bind", srv.Addr(), "multicast", u.cfg.Multicast, "udp", u.cfg.UDPPort, "session", srv.Session())
+		sctx, stop := context.WithCancel(ctx)
+		if started != nil {
+			started(sctx, srv)
+		}
+		u.live.p.Store(srv)
+		err = srv.Serve(sctx)
+		u.live.p.Store(nil)
+		stop()
+		st := srv.Stats()
+		srv.Close()
+		if stopped != nil {
+			stopped(st)
+		}
+		if !errors.Is(err, replica.ErrRingReplaced) {
+			return err
+		}
+		// The producer restarted: serve the new ring under a new session,
+		// so that mirrors start fresh rings.
+		u.log.Warn("ring replaced, serving the new one", "ring", u.path)
+	}
+}
+
+// open opens the server. With wait, a ring that does not exist yet (or is
+// still being created) is waited for: after a replaced ring for 5 s, the
+// new producer finishing it; for a hub's ring until ctx ends. It returns
+// nil, nil when ctx ends first.
+func (u *serveUnit) open(ctx context.Context, wait bool) (*replica.Server, error) {
+	deadline := time.Now().Add(5 * time.Second)
+	logged := false
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		srv, err := replica.NewServer(u.cfg)
+		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic)
+		switch {
+		case err == nil:
+			return srv, nil
+		case !wait || !transient:
+			return nil, err
+		case !u.await && time.Now().After(deadline):
+			return nil, err
+		case u.await && !logged:
+			u.log.Info("waiting for the ring to be created", "ring", u.path)
+			logged = true
+		}
+		t.Reset(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return nil, nil
+		case <-t.C:
+		}
+	}
+}
