@@ -111,4 +111,3 @@ func TestPinnedFlowNotRemoved(t *testing.T) {
 		t.Errorf("after Close: flows %v, want the pinned one", fe)
 	}
 }
-
