@@ -73,6 +73,7 @@ func newCollector(set *unitSet) *collector {
 		{"gaps", "GAP frames sent.", func(s replica.ServerStats) uint64 { return s.Gaps }},
 		{"gap_records", "Records announced lost by GAP frames.", func(s replica.ServerStats) uint64 { return s.GapRecords }},
 		{"heartbeats", "Heartbeats sent.", func(s replica.ServerStats) uint64 { return s.Heartbeats }},
+		{"handoffs", "Rounds run by a hub's mirror handing records on (no sender wake-up).", func(s replica.ServerStats) uint64 { return s.Handoffs }},
 		{"refused_connections", "Connections closed for a protocol error.", func(s replica.ServerStats) uint64 { return s.BadFrames }},
 		{"refused_punches", "PUNCH datagrams refused.", func(s replica.ServerStats) uint64 { return s.BadPunches }},
 		{"refused_datagrams", "Other datagrams dropped.", func(s replica.ServerStats) uint64 { return s.BadDatagram }},

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"path/filepath"
 	"strconv"
@@ -65,6 +64,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		duration, interval time.Duration
 	)
 	addRunFlags(fs, &duration, &interval, &asJSON)
+	logFormat := fs.String("log-format", "text", "log as `text` or json")
 	pos, err := parseArgs(fs, args, "SOURCE", "PATH")
 	if err != nil {
 		return helpOr(err)
@@ -72,7 +72,10 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := checkRunFlags(duration, interval); err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, err := newLogger(*logFormat, stderr)
+	if err != nil {
+		return err
+	}
 	u, err := f.unit(pos[0], pos[1], log, nil)
 	if err != nil {
 		return err

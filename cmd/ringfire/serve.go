@@ -72,11 +72,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	)
 	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
 	addRunFlags(fs, &duration, &every, &asJSON)
+	logFormat := fs.String("log-format", "text", "log as `text` or json")
 	path, err := parsePath(fs, args)
 	if err != nil {
 		return helpOr(err)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, err := newLogger(*logFormat, stderr)
+	if err != nil {
+		return err
+	}
 	u, err := f.unit(path, log)
 	if err != nil {
 		return err
