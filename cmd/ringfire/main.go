@@ -1,7 +1,8 @@
 // Command ringfire inspects, monitors, exercises and replicates ringfire
 // shared-memory rings: stat, top, dump and prune look at a ring any producer
 // wrote; gen and tail are a synthetic producer and a validating reader for
-// tests and benchmarks; serve and mirror copy a ring to other hosts. The
+// tests and benchmarks; serve and mirror copy a ring to other hosts, and run
+// serves and mirrors every ring of a TOML file in one process. The
 // benchmark harness is a command of its own, ringfire-bench.
 package main
 
