@@ -19,7 +19,8 @@
 //
 // # Goroutines of a Server
 //
-// Serve runs, until its context ends or Close:
+// Serve runs, until Close, or until its context ends and the graceful stop
+// (below) is done:
 //
 //   - the accept loop (Serve's own goroutine), parked in the Go netpoller
 //     on the listener; a helper goroutine closes the listener when the
@@ -62,6 +63,27 @@
 //
 // ServerConfig.Events is called from the connection's goroutine (connect,
 // disconnect, reject, no punch) and from telemetryLoop (lag events).
+//
+// # Stopping
+//
+// Close, and a replaced ring, close every connection at once. The end of
+// Serve's context (SIGTERM in the CLI) is a graceful stop instead
+// (source_stop.go), bounded by 1 s: Serve stops accepting and closes the
+// connections still in their handshake; the sender, under sendMu, sends
+// every record the ring holds that the datagram stream has not carried,
+// whatever the linger, then a final heartbeat naming the last one, and
+// runs no round after it. Each session then sends over TCP what its
+// mirror is owed (a catch-up's history, a TCP stream up to the ring's
+// write_seq at the stop) and a heartbeat with its last record, so that a
+// mirror that lost the tail NAKs it while the session still answers; it
+// closes its sending side once the mirror's STATUS says it applied it
+// all, or after 500 ms without a write (a mirror without telemetry), and
+// waits for the mirror to close its end, so that no unread byte resets
+// the connection. At the deadline the connections left are closed: a
+// peer that never reads cannot hold the stop. A Mirror's Run, when its
+// context ends, returns after the step under way: every record applied
+// is published (every step publishes, even one that fails) and its Stats
+// are final.
 //
 // # Goroutines of a Mirror
 //

@@ -10,10 +10,20 @@ import (
 
 // Run keeps the mirror up to date until ctx is done: it connects (and
 // reconnects after Reconnect unless Once is set) and steps, on a locked
-// OS thread, waiting when idle as MirrorConfig.Wait says (mirror_wait.go). It returns nil when ctx is done, or the
-// error that ended a connection when Once is set.
+// OS thread, waiting when idle as MirrorConfig.Wait says (mirror_wait.go).
+// It returns nil when ctx is done, or the error that ended a connection
+// when Once is set.
+//
+// When ctx ends, the step under way finishes: every record applied is
+// published in the mirror ring (each step publishes what it stored, even
+// one that fails), and Stats, refreshed as Run returns, are final. The
+// connection stays open until Close. A source that stops gracefully
+// closes its end only once the mirror has what it was owed; Run then
+// reconnects (or, with Once, returns nil).
 func (m *Mirror) Run(ctx context.Context) error {
-	defer m.publishStats(time.Now())
+	// Stats as Run returns (a deferred publishStats(time.Now()) would
+	// take its time at the call).
+	defer func() { m.publishStats(time.Now()) }()
 	if unlock, err := idle.LockThread(m.cfg.Pin.cpu()); err == nil { // NewMirror checked the CPU
 		defer unlock()
 	}

@@ -43,6 +43,7 @@ type sender struct {
 	lastSend  time.Time     // last datagram of any kind
 	hbEvery   time.Duration // the next heartbeat's interval after lastSend
 	pending   bool          // a partial frame waits for its linger
+	final     bool          // a graceful stop's last rounds: no linger (finish)
 	wide      bool          // this round's datagrams carry the wide session trailer
 	hb        []byte        // a heartbeat datagram, with room for its seal
 	ws        shm.WaitStrategy
@@ -61,18 +62,22 @@ func newSender(s *Server) *sender {
 // sendLoop is the ring's one watcher: it sends datagrams (when the server
 // has a datagram transport) and wakes the TCP sessions when records come.
 // Its rounds hold s.sendMu, which Handoff takes to run one on another
-// goroutine; it waits for the ring without it.
-func (s *Server) sendLoop(ctx context.Context) {
+// goroutine; it waits for the ring without it. It ends with ctx, Close, or
+// once a graceful stop has sent the last datagram (stop.halted, stored
+// under s.sendMu: no round runs after it).
+func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
 		defer unlock()
 	}
-	sn := newSender(s)
-	s.sender.Store(sn)
 	seen := s.ring.WriteSeq()
-	for ctx.Err() == nil && !s.closed.Load() {
+	for ctx.Err() == nil && !s.closed.Load() && !s.stop.halted.Load() {
 		var target uint64
 		var deadline time.Time
 		s.sendMu.Lock()
+		if s.stop.halted.Load() {
+			s.sendMu.Unlock()
+			return
+		}
 		if s.udp != nil {
 			target = sn.round(time.Now())
 		} else {
@@ -92,10 +97,18 @@ func (s *Server) sendLoop(ctx context.Context) {
 }
 
 // round sends what is ready and returns the sequence whose publication
-// should wake the sender next.
+// should wake the sender next. After a graceful stop's last datagram it
+// does nothing (a Handoff may still call it).
 func (sn *sender) round(now time.Time) uint64 {
+	if sn.s.stop.halted.Load() {
+		return sn.next
+	}
+	return sn.roundTo(now, sn.s.ring.WriteSeq())
+}
+
+// roundTo is round with the records up to w (at most write_seq) ready.
+func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
 	s := sn.s
-	w := s.ring.WriteSeq()
 	dests := *s.dests.Load()
 	if len(dests) == 0 && !s.cfg.Multicast.IsValid() {
 		sn.next = max(sn.next, w+1) // nobody to send to; TCP catch-up covers it
@@ -126,14 +139,15 @@ func (sn *sender) round(now time.Time) uint64 {
 }
 
 // build fills frames from the ring: full frames always, a partial frame
-// only once the linger since the previous batch has passed.
+// only once the linger since the previous batch has passed (or at once in
+// a graceful stop's last rounds).
 func (sn *sender) build(now time.Time, w uint64) int {
 	s := sn.s
 	nf := 0
 	sn.pending, sn.count = false, 0
 	for sn.next <= w && nf < sendFrames {
 		buf, count, why := sn.feed.fill(sn.frames[nf][:0], sn.next, w, sn.mtu-s.overhead(sn.wide), s.batch())
-		if why == stopCaughtUp && count > 0 && s.cfg.Linger > 0 && now.Sub(sn.lastFlush) < s.cfg.Linger {
+		if why == stopCaughtUp && count > 0 && s.cfg.Linger > 0 && !sn.final && now.Sub(sn.lastFlush) < s.cfg.Linger {
 			sn.pending = true
 			break
 		}

@@ -140,6 +140,8 @@ type Server struct {
 	// (capacity 1): the loop samples at once and ticks fast again.
 	teleIdle atomic.Bool
 	teleWake chan struct{}
+	// stop is the state of a graceful stop (source_stop.go).
+	stop stopState
 }
 
 // serverCounters are ServerStats' counters. Each is only ever Added to, by
@@ -201,6 +203,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}, teleWake: make(chan struct{}, 1)}
+	s.stop.begun = make(chan struct{})
 	s.sess = newIncarnation(cfg.Encrypt)
 	s.session = byte(s.sess.ID) // datagrams carry its low byte
 	if cfg.Key != nil {
@@ -256,6 +259,19 @@ func (s *Server) Addr() netip.AddrPort { return s.ln.Addr().(*net.TCPAddr).AddrP
 func (s *Server) Session() uint8 { return s.session }
 
 // Serve accepts mirrors and sends datagrams until ctx is done or Close.
+//
+// When ctx ends (and not Close, nor a replaced ring, which end at once)
+// the stop is graceful (source_stop.go): Serve stops accepting, sends as
+// datagrams every record the ring held that the datagram stream had not
+// carried yet (linger or not) and a final heartbeat announcing the last
+// one; each mirror's session then sends over TCP what that mirror is owed
+// (history, a TCP stream) and a heartbeat naming its last record, answers
+// the NAKs that follow, and closes its side once the mirror has applied it
+// all (its STATUS says so; a mirror without telemetry: once it has been
+// quiet for a while), or the stop's deadline (1 s after ctx ended) has
+// passed; at the deadline every connection left is closed. Serve returns
+// nil after that, once the sender's current wait has ended too (at most
+// its deadline: a heartbeat interval, or a pending frame's Linger).
 func (s *Server) Serve(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closed.Load() {
@@ -265,24 +281,34 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.serving.Add(1) // Close waits for Serve, even one that only just began
 	s.mu.Unlock()
 	defer s.serving.Done()
-	ctx, cancel := context.WithCancel(ctx)
+	// run is the context of every goroutine Serve starts: it ends when the
+	// ring is replaced, or when Serve returns (after Close, or after a
+	// graceful stop), not with ctx, whose end starts the graceful stop.
+	run, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
+	// accept ends with ctx or run; the listener is closed then, which
+	// ends the accept loop.
+	accept, stopAccept := context.WithCancel(ctx)
+	defer stopAccept()
+	defer context.AfterFunc(run, stopAccept)()
 	go func() {
-		<-ctx.Done()
+		<-accept.Done()
 		s.ln.Close()
 	}()
 	replaced := make(chan struct{})
+	sn := newSender(s) // before Handoff or a graceful stop may look for it
+	s.sender.Store(sn)
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.watchRing(ctx, cancel, replaced) }()
+	go func() { defer s.wg.Done(); s.watchRing(run, cancel, replaced) }()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.sendLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.sendLoop(run, sn) }()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.telemetryLoop(ctx) }()
+	go func() { defer s.wg.Done(); s.telemetryLoop(run) }()
 	if s.udp != nil {
 		s.wg.Add(1)
-		go func() { defer s.wg.Done(); s.punchLoop(ctx) }()
+		go func() { defer s.wg.Done(); s.punchLoop(run) }()
 	}
-	// The goroutines above end with ctx: end it before waiting for them,
+	// The goroutines above end with run: end it before waiting for them,
 	// or a Close that ends the accept loop would wait forever.
 	defer func() { cancel(); s.wg.Wait() }()
 	for failed := 0; ; {
@@ -293,12 +319,15 @@ func (s *Server) Serve(ctx context.Context) error {
 				return fmt.Errorf("serve %s: %w", s.cfg.Ring, ErrRingReplaced)
 			default:
 			}
-			if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+			if accept.Err() != nil || errors.Is(err, net.ErrClosed) {
+				if ctx.Err() != nil && run.Err() == nil && !s.closed.Load() {
+					s.gracefulStop(run)
+				}
 				return nil
 			}
 			if acceptRetry(err) {
 				failed++
-				s.backoff(ctx, err, failed)
+				s.backoff(accept, err, failed)
 				continue
 			}
 			return fmt.Errorf("replica: accept: %w", err)
@@ -310,9 +339,11 @@ func (s *Server) Serve(ctx context.Context) error {
 			continue
 		}
 		s.wg.Add(1)
+		s.stop.conns.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveConn(ctx, c, peer)
+			defer s.stop.conns.Done()
+			s.serveConn(run, c, peer)
 		}()
 	}
 }

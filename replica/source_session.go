@@ -33,6 +33,7 @@ const (
 type session struct {
 	srv   *Server
 	tcp   net.Conn
+	raw   net.Conn   // the accepted connection tcp runs on (the same without a key)
 	peer  netip.Addr // the TCP peer's address: the only one whose PUNCH counts
 	token uint32
 	// punchOpen checks the PUNCHes of a keyed session (nil without a
@@ -84,6 +85,15 @@ type session struct {
 	// under srv.mu.
 	wide bool
 	row  *mirrorRow // its row in srv.tele (guarded by srv.tele.mu)
+	// applied is the highest Applied of the mirror's STATUS frames:
+	// stored by the reader (storeMax), loaded by the writer in a graceful
+	// stop. It publishes nothing else.
+	applied atomic.Uint64
+	// shut: a graceful stop closed the sending side (stored under mu by
+	// the writer); the reader no longer answers NAKs.
+	shut atomic.Bool
+	// finishing: the writer is in its graceful stop (writer goroutine's).
+	finishing bool
 
 	mu sync.Mutex // guards bw and the connection's writes
 	bw *bufio.Writer
@@ -121,7 +131,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
 		s.event(EventRejected, raw, err)
 		return
 	}
-	ss := &session{srv: s, tcp: c, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
+	ss := &session{srv: s, tcp: c, raw: raw, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
 		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
 	ss.pending.Store(true)
 	defer func() { pending = ss.pending.Load() }() // runs before release

@@ -30,6 +30,7 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 			if err := ss.status(h, p); err != nil {
 				return err
 			}
+			ss.stopWake()
 			continue
 		}
 		if h.Kind != wire.KindNak {
@@ -42,6 +43,9 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 		if sent := ss.maxSent(); last > sent {
 			return fmt.Errorf("%w: NAK %d..%d for records never sent (last sent %d)", wire.ErrMalformed, first, last, sent)
 		}
+		if ss.shut.Load() {
+			continue // a graceful stop closed our side: nothing can go out
+		}
 		ss.srv.st.naks.Add(1)
 		// TCP delivers what was answered before, in order: a NAK repeated
 		// while that answer is on its way only needs what lies beyond it.
@@ -51,6 +55,15 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 			}
 			answered = seq - 1
 		}
+		ss.stopWake()
+	}
+}
+
+// stopWake wakes the writer in a graceful stop after a NAK was answered or
+// a STATUS applied: it may be done waiting.
+func (ss *session) stopWake() {
+	if ss.srv.stop.started.Load() {
+		ss.poke()
 	}
 }
 
@@ -79,6 +92,7 @@ func (ss *session) status(h wire.Header, p []byte) error {
 	if sent := max(ss.maxSent(), ss.held); st.Applied > sent {
 		return fmt.Errorf("%w: STATUS applied %d, past the last record sent (%d)", wire.ErrMalformed, st.Applied, sent)
 	}
+	storeMax(&ss.applied, st.Applied)
 	ss.srv.tele.status(ss, st, ss.srv.ring.WriteSeq(), time.Now())
 	return nil
 }

@@ -57,13 +57,19 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 }
 
 // writeLoop streams history and live records over TCP as the mode asks,
-// and keeps the connection alive with heartbeats.
+// and keeps the connection alive with heartbeats; in a graceful stop it
+// finishes the session (finish).
 func (ss *session) writeLoop(ctx context.Context) error {
 	s := ss.srv
 	for ctx.Err() == nil {
+		select {
+		case <-s.stop.begun:
+			return ss.finish(ctx)
+		default:
+		}
 		mode := ss.mode.Load()
 		if mode == modeLive {
-			sleepCtx(ctx, max(time.Until(time.Unix(0, ss.lastWrite.Load()).Add(tcpHeartbeat)), time.Millisecond))
+			ss.sleep(ctx, max(time.Until(time.Unix(0, ss.lastWrite.Load()).Add(tcpHeartbeat)), time.Millisecond), false)
 			if err := ss.heartbeatIfIdle(s.lastSent.Load()); err != nil {
 				return err
 			}
@@ -90,23 +96,33 @@ func (ss *session) writeLoop(ctx context.Context) error {
 		if mode == modeCatchUp {
 			wait = time.Millisecond
 		}
-		ss.sleep(ctx, wait)
+		ss.sleep(ctx, wait, true)
 	}
 	return nil
 }
 
-// sleep waits for the sender's wake-up, at most d. Sessions never block in
-// a futex system call: that would hold a P per mirror.
-func (ss *session) sleep(ctx context.Context, d time.Duration) {
+// sleep waits at most d: for the wake channel (with wake: the sender's
+// wake-up, or in a graceful stop the reader's), ctx, or the beginning of a
+// graceful stop. Sessions never block in a futex system call: that would
+// hold a P per mirror.
+func (ss *session) sleep(ctx context.Context, d time.Duration, wake bool) {
+	var w, stop <-chan struct{}
+	if wake {
+		w = ss.wake
+	}
+	if !ss.finishing {
+		stop = ss.srv.stop.begun
+	}
 	if ss.timer == nil {
 		ss.timer = time.NewTimer(d)
 	} else {
 		ss.timer.Reset(d)
 	}
 	select {
-	case <-ss.wake:
+	case <-w:
 	case <-ss.timer.C:
 	case <-ctx.Done():
+	case <-stop:
 	}
 	ss.timer.Stop()
 }
@@ -151,11 +167,16 @@ func (ss *session) heartbeat(seq uint64) error {
 	return ss.write(b[:], true)
 }
 
-// write sends one or more whole frames, flushing when asked.
+// write sends one or more whole frames, flushing when asked. A write
+// waits at most writeTimeout, and never past a graceful stop's deadline.
 func (ss *session) write(frames []byte, flush bool) error {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	ss.tcp.SetWriteDeadline(time.Now().Add(writeTimeout))
+	dl := time.Now().Add(writeTimeout)
+	if by := ss.srv.stop.deadline(); !by.IsZero() && by.Before(dl) {
+		dl = by
+	}
+	ss.tcp.SetWriteDeadline(dl)
 	if _, err := ss.bw.Write(frames); err != nil {
 		return err
 	}
