@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/replica/wire"
@@ -237,16 +238,7 @@ func TestReaderThatNeverReads(t *testing.T) {
 	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
 	mr.connected()
 	mr.waitFor(60000, 20*time.Second)
-	var c net.Conn
-	if err := lan.Hosts[2].Do(func() (err error) {
-		d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		}}
-		c, err = d.Dial("tcp", srv.Addr().String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c := dialNonReader(t, lan.Hosts[2], srv.Addr().String())
 	defer c.Close()
 	biHandshake(t, c, wire.HelloUDP)
 	for first := uint64(1); first < 60000; first += 20000 { // three NAKs, never a read
@@ -301,4 +293,21 @@ func lowerFDLimit(t *testing.T, extra int) (restore func()) {
 	}
 	t.Cleanup(restore)
 	return restore
+}
+
+// dialNonReader connects from ns to addr with a 4 KB receive buffer: a
+// peer that will never read fills it at once.
+func dialNonReader(t *testing.T, ns *netns.NS, addr string) net.Conn {
+	t.Helper()
+	var c net.Conn
+	if err := ns.Do(func() (err error) {
+		d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
+			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+		}}
+		c, err = d.Dial("tcp", addr)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

@@ -6,9 +6,7 @@ package replica_test
 
 import (
 	"errors"
-	"net"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -184,16 +182,7 @@ func TestGracefulStopBounded(t *testing.T) {
 	mr := startMirror(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{From: fromOldest}, nil)
 	mr.connected()
 	mr.waitFor(60000, 20*time.Second)
-	var c net.Conn
-	if err := lan.Hosts[2].Do(func() (err error) {
-		d := net.Dialer{Timeout: 5 * time.Second, Control: func(_, _ string, rc syscall.RawConn) error {
-			return rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
-		}}
-		c, err = d.Dial("tcp", srv.Addr().String())
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	c := dialNonReader(t, lan.Hosts[2], srv.Addr().String())
 	defer c.Close()
 	// A TCP stream of the whole history, never read.
 	if _, err := c.Write(wire.AppendHello(nil, wire.StartOldest, wire.Hello{})); err != nil {

@@ -5,10 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -189,27 +187,8 @@ func TestServeMetricsFlag(t *testing.T) {
 	waitListening(t, p.A, metrics)
 	mdone, _, merr := runIn(p.B, "mirror", bind, dst, "--from", "oldest", "--tcp", "--duration", "2s")
 	get := func(path string) string {
-		var body []byte
-		err := p.A.Do(func() error {
-			c, err := net.DialTimeout("tcp", metrics, 5*time.Second)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(5 * time.Second))
-			fmt.Fprintf(c, "GET %s HTTP/1.0\r\n\r\n", path)
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			if err != nil {
-				return err
-			}
-			defer resp.Body.Close()
-			body, err = io.ReadAll(resp.Body)
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(body)
+		_, body := httpGet(t, p.A, metrics, path)
+		return body
 	}
 	var table mirrorTable
 	deadline := time.Now().Add(2 * time.Second)
