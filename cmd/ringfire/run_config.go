@@ -192,6 +192,46 @@ func (c *runConfig) check() error {
 		}
 		names[t.unit()] = t.line
 	}
+	return c.checkPorts()
+}
+
+// checkPorts refuses two [[serve]] tables on one TCP address or one UDP
+// port: the second could never start (the kernel refuses the address,
+// an interface's AF_XDP transports steer by port).
+func (c *runConfig) checkPorts() error {
+	binds := map[string]int{}
+	ports := map[string]int{}
+	for i := range c.tables {
+		t := &c.tables[i]
+		if t.kind != "serve" {
+			continue
+		}
+		bind, bindLine := "0.0.0.0:7400", t.line // serve's default
+		for _, kv := range t.keys {
+			var port string
+			switch kv.key {
+			case "bind":
+				bind, bindLine = kv.text, kv.line
+			case "udp":
+				port = kv.text
+			case "multicast":
+				if j := strings.LastIndexByte(kv.text, ':'); j >= 0 {
+					port = kv.text[j+1:]
+				}
+			}
+			if port == "" || port == "0" {
+				continue
+			}
+			if at, dup := ports[port]; dup {
+				return t.errorf(kv.line, kv.key, "UDP port %s is another [[serve]]'s already (line %d): each served ring needs its own", port, at)
+			}
+			ports[port] = kv.line
+		}
+		if at, dup := binds[bind]; dup {
+			return t.errorf(bindLine, "bind", "%s is another [[serve]]'s already (line %d): each served ring needs its own TCP address", bind, at)
+		}
+		binds[bind] = bindLine
+	}
 	return nil
 }
 
