@@ -113,6 +113,7 @@ func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
 	if len(dests) == 0 && !s.cfg.Multicast.IsValid() {
 		sn.next = max(sn.next, w+1) // nobody to send to; TCP catch-up covers it
 		storeMax(&s.lastSent, sn.next-1)
+		storeMax(&s.sentDone, sn.next-1)
 		sn.pending = false
 		return sn.next
 	}
@@ -128,6 +129,7 @@ func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
 		// lost) are done with: the heartbeat must announce them, or a
 		// mirror never NAKs a tail that went out in no datagram.
 		storeMax(&s.lastSent, sn.next-1)
+		storeMax(&s.sentDone, sn.next-1)
 		if now.Sub(sn.lastSend) >= sn.hbEvery {
 			sn.heartbeat(now, dests)
 		}
@@ -208,6 +210,7 @@ func (sn *sender) send(now time.Time, nf int, dests []dest) {
 		return
 	}
 	trace.Stamp(trace.Sent, sn.next-1)
+	storeMax(&s.sentDone, sn.next-1)
 	sn.lastFlush, sn.lastSend, sn.hbEvery = now, now, udpHeartbeat
 }
 

@@ -105,6 +105,13 @@ type Server struct {
 	// SendBatch. Sessions load it for their catch-up end, NAK checks and
 	// heartbeats; punchLoop for a punched mirror's catch-up end.
 	lastSent atomic.Uint64
+	// sentDone is lastSent once the send call carrying it has returned:
+	// written (storeMax) only by the sender goroutine after SendBatch, and
+	// by NewServer. A live session's TCP heartbeat announces it, not
+	// lastSent: the TCP frame must not overtake datagrams still in the
+	// send call (with many rings on one interface's TX ring, the wait for
+	// room), or the mirror takes them for lost and NAKs them.
+	sentDone atomic.Uint64
 	// dests publishes the unicast destinations of punched sessions, a
 	// fresh slice each time: stored by rebuildDests under mu (from session
 	// goroutines and punchLoop), loaded by the sender every round.
@@ -215,6 +222,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	// The datagram stream starts after what the ring holds now; sessions
 	// accepted before the sender runs must already see that.
 	s.lastSent.Store(ring.WriteSeq())
+	s.sentDone.Store(ring.WriteSeq())
 	s.tele = newTelemetry(ring.Layout().Capacity, ring.WriteSeq(), time.Now(), max(cfg.MirrorRows, 0))
 	s.dests.Store(&[]dest{})
 	s.wakes.Store(&[]chan struct{}{})

@@ -70,7 +70,7 @@ func (ss *session) writeLoop(ctx context.Context) error {
 		mode := ss.mode.Load()
 		if mode == modeLive {
 			ss.sleep(ctx, max(time.Until(time.Unix(0, ss.lastWrite.Load()).Add(tcpHeartbeat)), time.Millisecond), false)
-			if err := ss.heartbeatIfIdle(s.lastSent.Load()); err != nil {
+			if err := ss.heartbeatIfIdle(s.sentDone.Load()); err != nil {
 				return err
 			}
 			continue
