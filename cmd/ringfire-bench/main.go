@@ -54,7 +54,11 @@ sendto calls (sendcost), and the ring-to-ring round trip as deployed,
 every endpoint its own process: a pinger, ringfire serve and mirror, an
 echo, serve and mirror again, over two veth pairs, beside the datagram
 alone between two processes, with the CPU each process used (deployed;
---waits, --warmup, --samples, --deployed-for, --ringfire). It prints tables; --out writes bench.json,
+--waits, --warmup, --samples, --deployed-for, --ringfire), and 1, 4 and 16
+rings served and mirrored by one ringfire run process per side over AF_XDP:
+their aggregate zero-loss rate and each ring's round trip against one ring
+alone (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
+--samples, --deployed-for). It prints tables; --out writes bench.json,
 bench.md and the charts latency.svg and throughput.svg into a directory.
 Benchmarks report; they never fail on a time.`
 
@@ -62,6 +66,7 @@ type benchFlags struct {
 	transports, sections, rates, fanout string
 	stageRates                          string
 	waits, ringfire                     string
+	rings, ringsWaits                   string
 	record, warmUp, samples             int
 	pingpong, stress, stages, deployed  time.Duration
 	out, cpuProfile                     string
@@ -87,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
 	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")
 	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
+	fs.StringVar(&f.rings, "rings", "1,4,16", "rings: ring `counts` served and mirrored by one ringfire run per side (one ring alone is always measured)")
+	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(bench.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X)")
 	fs.StringVar(&f.out, "out", "", "write bench.json, bench.md and the SVG charts into `dir`")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")
@@ -123,11 +130,18 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	if f.warmUp <= 0 || f.samples <= 0 || f.deployed <= 0 {
 		return cfg, usagef("--warmup, --samples and --deployed-for must be positive")
 	}
-	for _, w := range strings.Split(f.waits, ",") {
-		if w = strings.TrimSpace(w); w == "" || strings.HasPrefix(w, "-") {
-			return cfg, usagef("--waits %q: want comma-separated wait mode names", f.waits)
-		}
-		cfg.Waits = append(cfg.Waits, w)
+	var err error
+	if cfg.Waits, err = waitList("--waits", f.waits); err != nil {
+		return cfg, err
+	}
+	if cfg.RingsWaits, err = waitList("--rings-waits", f.ringsWaits); err != nil {
+		return cfg, err
+	}
+	if cfg.Rings, err = parseInts("--rings", f.rings); err != nil {
+		return cfg, err
+	}
+	if slices.Max(cfg.Rings) > bench.MaxRings {
+		return cfg, usagef("--rings %q: at most %d rings", f.rings, bench.MaxRings)
 	}
 	cfg.Transports = strings.Split(f.transports, ",")
 	for _, t := range cfg.Transports {
@@ -141,7 +155,6 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 			return cfg, usagef("--sections: unknown %q (have %s)", s, strings.Join(bench.Sections, ", "))
 		}
 	}
-	var err error
 	if cfg.Rates, err = parseInts("--rates", f.rates); err != nil {
 		return cfg, err
 	}
@@ -156,7 +169,7 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	}
 	if f.quick {
 		cfg.PingPong, cfg.Stress, cfg.Stages = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
-		cfg.Rates, cfg.Fanout = []int{50_000, 200_000}, []int{1, 4}
+		cfg.Rates, cfg.Fanout, cfg.Rings = []int{50_000, 200_000}, []int{1, 4}, []int{1, 4}
 		cfg.WarmUp, cfg.Samples = min(cfg.WarmUp, 200), min(cfg.Samples, 2_000)
 	}
 	return cfg, nil
@@ -201,6 +214,18 @@ func writeFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return fh.Close()
+}
+
+// waitList parses a comma-separated list of wait mode names.
+func waitList(flag, s string) ([]string, error) {
+	var ws []string
+	for _, w := range strings.Split(s, ",") {
+		if w = strings.TrimSpace(w); w == "" || strings.HasPrefix(w, "-") {
+			return nil, usagef("%s %q: want comma-separated wait mode names", flag, s)
+		}
+		ws = append(ws, w)
+	}
+	return ws, nil
 }
 
 func parseInts(flag, s string) ([]int, error) {

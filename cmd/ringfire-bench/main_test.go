@@ -165,6 +165,9 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--fanout", "0"}, "--fanout"},
 		{[]string{"--waits", "spin,"}, "--waits"},
 		{[]string{"--samples", "0"}, "--samples"},
+		{[]string{"--rings", "1,x"}, "--rings"},
+		{[]string{"--rings", "1,51"}, "at most 50 rings"},
+		{[]string{"--rings-waits", ","}, "--rings-waits"},
 		{[]string{"extra"}, "unexpected argument"},
 	} {
 		var so, se bytes.Buffer
@@ -191,7 +194,7 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
-		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire")
+		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire", "--rings", "--rings-waits")
 }
 
 // The product binary links neither the harness nor package testing.

@@ -37,6 +37,8 @@ type roleSpec struct {
 	Limit   Duration `json:"limit,omitempty"` // a pinger's bound on the time of its samples
 	Local   string   `json:"local,omitempty"` // datagram roles: address to bind
 	Peer    string   `json:"peer,omitempty"`  // datagram roles: address to connect to
+	Rings   []string `json:"rings,omitempty"` // rings roles: the rings it creates
+	Reads   []string `json:"reads,omitempty"` // rings roles: the rings it reads, in the same order
 }
 
 // The lines a role writes on stdout, in order: ready once what it creates
@@ -82,6 +84,10 @@ func (s roleSpec) run(stdin io.Reader, stdout io.Writer) error {
 		err = dgramPinger(s, out, gone)
 	case roleDgramEcho:
 		err = dgramEcho(s, out, gone)
+	case roleRingsPinger:
+		err = ringsPinger(s, out, gone)
+	case roleRingsEcho:
+		err = ringsEcho(s, out, gone)
 	default:
 		err = fmt.Errorf("bench: unknown role %q", s.Role)
 	}

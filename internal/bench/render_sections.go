@@ -28,6 +28,9 @@ func (r *Report) tables() []table {
 		r.deployedDatagramTable(),
 		r.deployedCPUTable(),
 		r.deployedHopsTable(),
+		r.ringsTable(),
+		r.ringsPerRingTable(),
+		r.ringsSweepTable(),
 	}
 	var out []table
 	for _, t := range all {

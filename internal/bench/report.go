@@ -23,7 +23,10 @@ type Report struct {
 	// processes, per waiting style.
 	Deployed         []Deployed `json:"deployed"`
 	DeployedDatagram []Deployed `json:"deployed_datagram"`
-	Notes            []string   `json:"notes,omitempty"`
+	// Rings is N rings served and mirrored by one ringfire run process
+	// per side, per ring count and wait mode (one ring alone first).
+	Rings []Rings  `json:"rings,omitempty"`
+	Notes []string `json:"notes,omitempty"`
 }
 
 // Machine describes where the run happened.

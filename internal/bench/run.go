@@ -25,7 +25,7 @@ type Config struct {
 	Stages     time.Duration // push-to-read per stage (default 1 s)
 	StageRates []int         // the producer's rates while the stages are measured (default 20,000/s)
 	Fanout     []int         // mirror counts (default 1, 4, 16)
-	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed
+	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings
 	Progress   io.Writer     // one line per measurement (default none)
 	// The deployed section: wait modes (default DefaultWaits), warm-up
 	// and timed round trips per measurement (default 10,000, at most
@@ -38,6 +38,13 @@ type Config struct {
 	// Trace has every deployed process stamp the records (RINGFIRE_TRACE)
 	// and reports the round trip hop by hop (Deployed.Hops).
 	Trace bool
+	// The rings section: ring counts (default 1, 4, 16; one ring alone is
+	// always measured) and the wait modes of the run processes' serves
+	// and mirrors (default DefaultRingsWaits). It takes WarmUp, Samples
+	// and DeployedFor for its round trips, Rates and Stress for its
+	// zero-loss sweep.
+	Rings      []int
+	RingsWaits []string
 }
 
 // DefaultRates is the default sweep, records/s.
@@ -51,7 +58,7 @@ var DefaultRates = []int{200_000, 400_000, 600_000, 800_000, 1_200_000, 1_600_00
 const procs = 8
 
 // Sections are the parts of a run.
-var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed"}
+var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed", "rings"}
 
 func (c *Config) defaults() {
 	if len(c.Transports) == 0 {
@@ -84,6 +91,12 @@ func (c *Config) defaults() {
 	c.WarmUp = cmpInt(c.WarmUp, 10_000)
 	c.Samples = cmpInt(c.Samples, 100_000)
 	c.DeployedFor = cmp(c.DeployedFor, time.Minute)
+	if len(c.Rings) == 0 {
+		c.Rings = []int{1, 4, 16}
+	}
+	if len(c.RingsWaits) == 0 {
+		c.RingsWaits = DefaultRingsWaits
+	}
 }
 
 func cmpInt(n, def int) int {
@@ -198,6 +211,9 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 	}
 	if has("deployed") {
 		steps = append(steps, planDeployed(cfg, rep)...)
+	}
+	if has("rings") {
+		steps = append(steps, planRings(cfg, rep)...)
 	}
 	if has("sendcost") {
 		for _, n := range cfg.Fanout {
