@@ -8,7 +8,10 @@
 #           check of the generated XDP program), clang, llvm and libbpf-dev
 #           (make check rebuilds bpf/steer.c through bpf2go), ethtool
 #           (checksum and VLAN offload of test veths), ping (ICMP through
-#           an interface that carries the XDP program)
+#           an interface that carries the XDP program), systemd
+#           (systemd-analyze verify on contrib/systemd's units; no systemd
+#           needs to run), util-linux (setpriv and prlimit: the CLI run
+#           as an unprivileged user with capabilities)
 #   vmtest  make vmtest: qemu-system-x86 (the guest, under TCG),
 #           busybox-static (its userland), cpio (checks our initramfs
 #           writer), and apt lists that know linux-image-amd64 (the runner
@@ -32,6 +35,9 @@ test   llvm                cmd:llvm-strip
 test   libbpf-dev          file:/usr/include/bpf/bpf_helpers.h
 test   ethtool             cmd:ethtool
 test   iputils-ping        cmd:ping
+test   systemd             cmd:systemd-analyze
+test   util-linux          cmd:setpriv
+test   util-linux          cmd:prlimit
 vmtest qemu-system-x86     cmd:qemu-system-x86_64
 vmtest busybox-static      deb:busybox-static
 vmtest cpio                cmd:cpio

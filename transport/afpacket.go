@@ -66,7 +66,8 @@ type packetCounters struct {
 
 // NewAFPacket opens the AF_PACKET transport. Any reason it cannot work
 // here (no such interface, no permission, no AF_PACKET rings in the
-// kernel) is returned wrapped in ErrAFPacketUnavailable.
+// kernel) is returned wrapped in ErrAFPacketUnavailable; no permission
+// names CAP_NET_RAW when it is missing (caps.ErrMissing).
 func NewAFPacket(cfg AFPacketConfig) (*AFPacket, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 1
@@ -74,7 +75,7 @@ func NewAFPacket(cfg AFPacketConfig) (*AFPacket, error) {
 	a := &AFPacket{cfg: cfg, frames: make([][]byte, 64)}
 	if err := a.open(); err != nil {
 		a.Close()
-		return nil, fmt.Errorf("%w on %s: %w", ErrAFPacketUnavailable, cfg.Iface, err)
+		return nil, afpacketUnavailable(cfg.Iface, err)
 	}
 	return a, nil
 }

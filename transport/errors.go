@@ -1,6 +1,16 @@
 package transport
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/internal/caps"
+	"github.com/ringfire/ringfire/xdp"
+)
 
 // Errors of the package. A transport that cannot be opened here wraps
 // ErrXDPUnavailable or ErrAFPacketUnavailable; Config falls back to kernel
@@ -18,3 +28,78 @@ var (
 	// opened when Config.Require forbids falling back to kernel UDP.
 	ErrNoBypass = errors.New("transport: no kernel-bypass transport could be used")
 )
+
+// unavailable wraps err, why the kernel-bypass transport kind could not
+// be opened on iface, in sentinel. When the kernel refused for want of
+// privilege (denied) and the process lacks some of the capabilities the
+// transport needs, the reason starts with them by name (a
+// *caps.MissingError, matching caps.ErrMissing): "AF_XDP on eth1 needs
+// CAP_BPF; running with CAP_NET_RAW, CAP_NET_ADMIN".
+func unavailable(sentinel error, kind Kind, iface string, denied bool, need []caps.Cap, err error) error {
+	if denied {
+		if m := caps.CheckCurrent(kind.Label()+" on "+iface, need...); errors.Is(m, caps.ErrMissing) {
+			return fmt.Errorf("%w: %w: %w", sentinel, m, err)
+		}
+	}
+	return fmt.Errorf("%w on %s: %w", sentinel, iface, err)
+}
+
+// denied reports whether the kernel refused err for want of privilege.
+func denied(err error) bool { return errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) }
+
+// xdpCaps are the capabilities AF_XDP needs (the evidence is in package
+// caps): the socket, the maps, the program and its verification, the
+// attachment. CAP_IPC_LOCK is needed too where RLIMIT_MEMLOCK does not
+// cover the UMEMs (xdpUnavailable).
+var xdpCaps = []caps.Cap{caps.NetRaw, caps.NetAdmin, caps.BPF, caps.PerfMon}
+
+// xdpUnavailable is why NewXDP failed with cfg, wrapped in
+// ErrXDPUnavailable, naming the missing capabilities when the kernel
+// refused for want of them.
+func xdpUnavailable(cfg XDPConfig, err error) error {
+	umem := umemRefused(err)
+	if !umem && !denied(err) {
+		return unavailable(ErrXDPUnavailable, KindXDP, cfg.Iface, false, nil, err)
+	}
+	need := xdpCaps
+	if umem || !umemCovered(cfg) {
+		need = append(slices.Clip(need), caps.IPCLock)
+	}
+	return unavailable(ErrXDPUnavailable, KindXDP, cfg.Iface, true, need, err)
+}
+
+// umemRefused reports whether err is the kernel refusing to pin a UMEM:
+// XDP_UMEM_REG fails with ENOBUFS beyond RLIMIT_MEMLOCK without
+// CAP_IPC_LOCK.
+func umemRefused(err error) bool {
+	var se *os.SyscallError
+	return errors.As(err, &se) && se.Syscall == "setsockopt XDP_UMEM_REG" && errors.Is(se.Err, unix.ENOBUFS)
+}
+
+// umemCovered reports whether RLIMIT_MEMLOCK covers the UMEMs of cfg on
+// its interface: one per queue, 2 × RingSize frames of FrameSize bytes
+// (xdp.Config's defaults: 4096 and 2048).
+func umemCovered(cfg XDPConfig) bool {
+	ring, frame := uint64(cfg.Socket.RingSize), uint64(cfg.Socket.FrameSize)
+	if ring == 0 {
+		ring = 4096
+	}
+	if frame == 0 {
+		frame = 2048
+	}
+	queues, err := xdp.Queues(cfg.Iface)
+	if err != nil {
+		queues = 1
+	}
+	ok, err := caps.MemlockCovers(uint64(queues) * 2 * ring * frame)
+	return ok && err == nil
+}
+
+// afpacketCaps are the capabilities AF_PACKET needs: the socket.
+var afpacketCaps = []caps.Cap{caps.NetRaw}
+
+// afpacketUnavailable is why NewAFPacket failed on iface, wrapped in
+// ErrAFPacketUnavailable, naming CAP_NET_RAW when it is missing.
+func afpacketUnavailable(iface string, err error) error {
+	return unavailable(ErrAFPacketUnavailable, KindAFPacket, iface, denied(err), afpacketCaps, err)
+}

@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -107,7 +108,7 @@ func (f *iface) open(cfg XDPConfig) error {
 
 // program reuses the steering program pinned for the interface (by xdpctl
 // attach, under bpf.DefaultFS, for this network namespace) when there is
-// one: the transports add their flows and sockets to it and, on close,
+// one it may read: the transports add their flows and sockets to it and, on close,
 // remove only those, leaving it attached (mode is then what xdpctl chose).
 // Otherwise the process loads and attaches a program of its own in mode,
 // detached again by close. Stale pins (the interface was re-created) are
@@ -117,6 +118,10 @@ func program(link neigh.Link, mode bpf.Mode) (*bpf.Program, error) {
 	switch {
 	case err == nil:
 		return p, nil
+	case errors.Is(err, fs.ErrPermission):
+		// A bpffs this user may not read (systemd mounts it for root
+		// only): no pin is visible. If xdpctl did attach one, the attach
+		// below says the interface has a program already.
 	case !errors.Is(err, bpf.ErrNotFound) && !errors.Is(err, bpf.ErrStale):
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package transport_test
 
 import (
-	"net"
 	"net/netip"
 	"os"
 	"slices"

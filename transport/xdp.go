@@ -2,7 +2,6 @@ package transport
 
 import (
 	"errors"
-	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -58,19 +57,20 @@ type XDP struct {
 // NewXDP opens the AF_XDP transport. Any reason it cannot work here (no
 // such interface, no permission, no XDP in the driver, no AF_XDP in the
 // kernel, a queue held by another process) is returned wrapped in
-// ErrXDPUnavailable.
+// ErrXDPUnavailable; no permission names the capabilities missing
+// (xdpCaps, caps.ErrMissing).
 func NewXDP(cfg XDPConfig) (*XDP, error) {
 	if cfg.TTL <= 0 {
 		cfg.TTL = 1
 	}
 	f, err := acquire(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w on %s: %w", ErrXDPUnavailable, cfg.Iface, err)
+		return nil, xdpUnavailable(cfg, err)
 	}
 	x := &XDP{cfg: cfg, f: f}
 	if err := x.open(); err != nil {
 		x.Close()
-		return nil, fmt.Errorf("%w on %s: %w", ErrXDPUnavailable, cfg.Iface, err)
+		return nil, xdpUnavailable(cfg, err)
 	}
 	x.tx = newSender(f.socks[0], f.socks[0].FrameSize(), &x.closed, &x.st.sendCounters,
 		routes{mu: &f.txMu, refreshes: &f.refreshes, hops: &f.hops, link: f.link, local: x.local, ttl: cfg.TTL})
