@@ -52,8 +52,9 @@ func mirrorsFile(p *netns.Pair, dir string, rings ...string) string {
 // fell back. Then SIGHUP adds a fourth ring and removes the blob ring on
 // both sides while records keep coming: the rings kept miss nothing (no
 // NAK, no gap, no reconnection), the removed mirror saw its source close,
-// the new ring is mirrored. A file that no longer parses is refused and
-// changes nothing; SIGTERM stops both with exit status 0.
+// the new ring is mirrored. A changed table restarts alone. A file that no
+// longer parses is refused and changes nothing; SIGTERM stops both with
+// exit status 0.
 func TestRunManyRingsOverXDP(t *testing.T) {
 	netns.Require(t)
 	p := netns.NewPair(t)
@@ -156,13 +157,30 @@ func TestRunManyRingsOverXDP(t *testing.T) {
 		t.Error("the removed mirror is still reported")
 	}
 
+	// A changed table restarts alone: extra's serve sends every datagram
+	// twice now; uni and multi are not touched (one connection each).
+	writeFile(t, cfgA, strings.Replace(servesFile(p, r, "uni", "multi", "extra"), "udp = 7433\n", "udp = 7433\ndup = 2\n", 1))
+	a.cmd.Process.Signal(syscall.SIGHUP)
+	a.waitLog(t, 2, "msg=reloaded")
+	wantContains(t, "the source's second reload", a.logs(), "started=0 stopped=0 restarted=1 unchanged=2")
+	r.push(t, "extra", 500)
+	r.push(t, "uni", 100)
+	waitMirrored(t, p.B, metB, "extra", 1000)
+	waitMirrored(t, p.B, metB, "uni", 7100)
+	mB = metricsIn(t, p.B, metB)
+	for _, n := range []string{"uni", "multi"} {
+		if v := mB[fmt.Sprintf(`ringfire_local_mirror_connects_total{ring=%q}`, n)]; v != 1 {
+			t.Errorf("mirror %s connected %v times, want once: the changed table restarted it", n, v)
+		}
+	}
+
 	// A file that no longer parses changes nothing.
 	writeFile(t, cfgB, "[[mirror]\nring = \n")
 	b.cmd.Process.Signal(syscall.SIGHUP)
 	b.waitLog(t, 1, `msg="reload refused, the running set is kept"`)
 	wantContains(t, "the refused reload", b.logs(), "b.toml:1:")
 	r.push(t, "uni", 100)
-	waitMirrored(t, p.B, metB, "uni", 7100)
+	waitMirrored(t, p.B, metB, "uni", 7200)
 
 	b.stop(t)
 	a.stop(t)
