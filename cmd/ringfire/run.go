@@ -33,13 +33,13 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	fs := newFlagSet("run", "CONFIG [flags]", runHelp, stderr)
 	example := fs.Bool("print-example", false, "print a commented example CONFIG and exit")
 	logFormat := fs.String("log-format", "", "log as `text` or json (default: the file's log-format, else text)")
-	min := 1
+	need := 1
 	for _, a := range args {
 		if a == "--print-example" || a == "-print-example" {
-			min = 0
+			need = 0
 		}
 	}
-	pos, err := cli.ParseArgs("ringfire", fs, args, min, "CONFIG")
+	pos, err := cli.ParseArgs("ringfire", fs, args, need, "CONFIG")
 	if err != nil {
 		return helpOr(err)
 	}
