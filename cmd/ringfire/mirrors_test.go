@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -123,13 +124,7 @@ func TestMetricsFollowMirror(t *testing.T) {
 	waitMetrics := func(what string, ok func(m map[string]float64) bool) map[string]float64 {
 		t.Helper()
 		var m map[string]float64
-		deadline := time.Now().Add(10 * time.Second)
-		for m = scrape(t, hs.URL+"/metrics"); !ok(m); m = scrape(t, hs.URL+"/metrics") {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not reached; metrics %v", what, m)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		testenv.Until(t, 10*time.Second, what, func() bool { m = scrape(t, hs.URL+"/metrics"); return ok(m) })
 		return m
 	}
 	gauge := func(m map[string]float64, name string) float64 {
@@ -191,13 +186,11 @@ func TestServeMetricsFlag(t *testing.T) {
 		return body
 	}
 	var table mirrorTable
-	deadline := time.Now().Add(2 * time.Second)
-	for json.Unmarshal([]byte(get("/mirrors")), &table); len(table.Mirrors) == 0 || table.Mirrors[0].Applied != 2000; json.Unmarshal([]byte(get("/mirrors")), &table) {
-		if time.Now().After(deadline) {
-			t.Fatalf("/mirrors: %+v", table)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Until(t, 2*time.Second, "/mirrors at 2000", func() bool {
+		table = mirrorTable{}
+		json.Unmarshal([]byte(get("/mirrors")), &table)
+		return len(table.Mirrors) > 0 && table.Mirrors[0].Applied == 2000
+	})
 	m := parseMetrics(t, strings.NewReader(get("/metrics")))
 	if v, ok := seriesOf(m, "ringfire_mirror_applied_seq", table.Mirrors[0].Mirror); !ok || v != 2000 || m[`ringfire_ring_write_seq{ring="src"}`] != 2000 {
 		t.Fatalf("metrics %v", m)
