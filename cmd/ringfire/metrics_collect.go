@@ -13,25 +13,32 @@ import (
 // process's own mirrors (ringfire_local_mirror_*).
 type collector struct {
 	set    *unitSet
-	server []serverMetric
+	server []ringMetric[replica.ServerStats]
 	mirror []mirrorMetric
-	local  []localMetric
+	local  []ringMetric[replica.MirrorStats]
 	info   *prometheus.Desc
 	// serveInfo and localInfo carry what transport a served ring and a
 	// local mirror use (value 1).
 	serveInfo, localInfo *prometheus.Desc
 }
 
-type localMetric struct {
+// ringMetric is one series per ring, read from S, a unit's counters.
+type ringMetric[S any] struct {
 	d     *prometheus.Desc
 	t     prometheus.ValueType
-	value func(replica.MirrorStats) float64
+	value func(S) float64
 }
 
-type serverMetric struct {
-	d     *prometheus.Desc
-	t     prometheus.ValueType
-	value func(replica.ServerStats) float64
+// newRingMetric describes ringfire_NAME, labelled by ring.
+func newRingMetric[S any](name, help string, t prometheus.ValueType, v func(S) float64) ringMetric[S] {
+	return ringMetric[S]{prometheus.NewDesc("ringfire_"+name, help, ringLabels, nil), t, v}
+}
+
+// emit sends the ring's series of ms, read from st.
+func emit[S any](ch chan<- prometheus.Metric, ms []ringMetric[S], st S, ring string) {
+	for _, m := range ms {
+		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st), ring)
+	}
 }
 
 type mirrorMetric struct {
@@ -52,7 +59,7 @@ func newCollector(set *unitSet) *collector {
 	c := &collector{set: set}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	srv := func(name, help string, t prometheus.ValueType, v func(replica.ServerStats) float64) {
-		c.server = append(c.server, serverMetric{prometheus.NewDesc("ringfire_"+name, help, ringLabels, nil), t, v})
+		c.server = append(c.server, newRingMetric(name, help, t, v))
 	}
 	srv("ring_write_seq", "The served ring's write_seq.", g, func(s replica.ServerStats) float64 { return float64(s.WriteSeq) })
 	srv("serve_mirrors", "Mirrors connected now.", g, func(s replica.ServerStats) float64 { return float64(s.Mirrors) })
@@ -111,7 +118,7 @@ func newCollector(set *unitSet) *collector {
 func (c *collector) addLocal() {
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	loc := func(name, help string, t prometheus.ValueType, v func(replica.MirrorStats) float64) {
-		c.local = append(c.local, localMetric{prometheus.NewDesc("ringfire_local_mirror_"+name, help, ringLabels, nil), t, v})
+		c.local = append(c.local, newRingMetric("local_mirror_"+name, help, t, v))
 	}
 	loc("next_seq", "Next sequence this mirror will write.", g, func(s replica.MirrorStats) float64 { return float64(s.Next) })
 	loc("lag_records", "Records behind the newest sequence heard of.", g, func(s replica.MirrorStats) float64 { return float64(s.Lag) })
@@ -152,18 +159,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, u := range mirrors {
 		st := u.m.Stats()
-		for _, m := range c.local {
-			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st), u.name)
-		}
+		emit(ch, c.local, st, u.name)
 		ch <- prometheus.MustNewConstMetric(c.localInfo, prometheus.GaugeValue, 1, u.name, u.source, st.Transport)
 	}
 }
 
 func (c *collector) collectServer(ch chan<- prometheus.Metric, ring string, s *replica.Server) {
 	st := s.Stats()
-	for _, m := range c.server {
-		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st), ring)
-	}
+	emit(ch, c.server, st, ring)
 	ch <- prometheus.MustNewConstMetric(c.serveInfo, prometheus.GaugeValue, 1, ring, st.Transport)
 	seen := map[[4]string]bool{}
 	for _, mi := range s.Mirrors() {

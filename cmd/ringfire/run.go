@@ -81,13 +81,18 @@ func loadRunConfig(file string) (*runConfig, error) {
 
 // serveRunConfig runs c's units until ctx ends, rereading file on SIGHUP.
 func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	e := newEngine(log)
-	// The units' checks run before anything starts: a bad table is an
-	// error before the first socket opens.
-	for i := range c.tables {
-		if err := e.check(&c.tables[i], c); err != nil {
-			return &usageError{Err: err}
-		}
+	defer e.wait() // after cancel: every unit stopped
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	// apply builds every unit, its keys checked, before any starts: a bad
+	// table is an error before the first socket opens.
+	ch, err := e.apply(ctx, c)
+	if err != nil {
+		return &usageError{Err: err}
 	}
 	if c.metrics != "" {
 		addr, err := metricsAddr(c.metrics)
@@ -99,13 +104,6 @@ func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Lo
 			return err
 		}
 		log.Info("metrics", "addr", at, "metrics", "/metrics", "mirrors", "/mirrors?ring=NAME", "health", "/healthz", "ready", "/readyz")
-	}
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	ch, err := e.apply(ctx, c)
-	if err != nil {
-		return err
 	}
 	log.Info("running", "config", file, "units", ch.started)
 	for {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -293,9 +292,4 @@ func syntaxError(p *unstable.Parser, file string, err error) error {
 	}
 	line := 1 + bytes.Count(p.Data()[:p.Range(pe.Highlight).Offset], []byte("\n"))
 	return &configError{file: file, line: line, msg: pe.Message}
-}
-
-// tablesOf are the tables of one kind.
-func (c *runConfig) tablesOf(kind string) []tableSpec {
-	return slices.DeleteFunc(slices.Clone(c.tables), func(t tableSpec) bool { return t.kind != kind })
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -82,9 +83,11 @@ func TestRunExampleParses(t *testing.T) {
 	}
 	e := newEngine(discardLogger())
 	for i := range c.tables {
-		if err := e.check(&c.tables[i], c); err != nil && !strings.Contains(err.Error(), "--iface") {
+		u, err := e.build(&c.tables[i], c)
+		if err != nil && !strings.Contains(err.Error(), "--iface") {
 			t.Errorf("table on line %d: %v", c.tables[i].line, err)
 		}
+		u.discard()
 	}
 	if !servedAndMirrored(c, "/dev/shm/refdata") || servedAndMirrored(c, "/dev/shm/quotes") {
 		t.Error("the example's hub is not seen as one")
@@ -117,3 +120,8 @@ func TestReadyAndHealthy(t *testing.T) {
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// tablesOf are the tables of one kind.
+func (c *runConfig) tablesOf(kind string) []tableSpec {
+	return slices.DeleteFunc(slices.Clone(c.tables), func(t tableSpec) bool { return t.kind != kind })
+}

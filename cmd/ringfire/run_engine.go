@@ -38,7 +38,6 @@ type engine struct {
 
 // runningUnit is a started unit.
 type runningUnit struct {
-	spec   tableSpec
 	fp     string
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -66,10 +65,16 @@ func (e *engine) apply(ctx context.Context, c *runConfig) (change, error) {
 			todo = append(todo, t)
 		}
 	}
+	built := make([]unit, 0, len(todo))
 	for _, t := range todo {
-		if err := e.check(t, c); err != nil {
+		u, err := e.build(t, c)
+		if err != nil {
+			for _, u := range built {
+				u.discard()
+			}
 			return ch, err
 		}
+		built = append(built, u)
 	}
 	for k, r := range e.running {
 		if t := want[k]; t == nil || t.fingerprint() != r.fp {
@@ -82,34 +87,39 @@ func (e *engine) apply(ctx context.Context, c *runConfig) (change, error) {
 			}
 		}
 	}
-	for _, t := range todo {
-		e.start(ctx, *t, c)
+	for i, t := range todo {
+		e.start(ctx, *t, c, built[i])
 	}
 	ch.started = len(todo) - ch.restarted
 	ch.kept = len(c.tables) - len(todo)
 	return ch, nil
 }
 
-// check builds t's unit and discards it: its keys are valid.
-func (e *engine) check(t *tableSpec, c *runConfig) error {
-	_, m, err := e.build(t, c)
-	if m != nil {
-		m.m.Close()
-	}
-	return err
+// unit is a built unit: a serve or a mirror.
+type unit struct {
+	serve  *serveUnit
+	mirror *mirrorUnit
 }
 
-// build makes t's unit; a mirror of a ring c serves hands off to it.
-func (e *engine) build(t *tableSpec, c *runConfig) (*serveUnit, *mirrorUnit, error) {
+// discard releases a unit that will not run.
+func (u unit) discard() {
+	if u.mirror != nil {
+		u.mirror.m.Close()
+	}
+}
+
+// build makes t's unit (its keys checked); a mirror of a ring c serves
+// hands off to it.
+func (e *engine) build(t *tableSpec, c *runConfig) (unit, error) {
 	log := e.log.With("unit", t.kind, "ring", t.name)
 	if t.kind == "serve" {
 		u, err := serveUnitOf(t, log)
 		if err != nil {
-			return nil, nil, err
+			return unit{}, err
 		}
 		u.live = e.hub(t.ring)
 		u.await = servedAndMirrored(c, t.ring)
-		return u, nil, nil
+		return unit{serve: u}, nil
 	}
 	var published func(uint64)
 	if servedAndMirrored(c, t.ring) {
@@ -121,7 +131,7 @@ func (e *engine) build(t *tableSpec, c *runConfig) (*serveUnit, *mirrorUnit, err
 		}
 	}
 	u, err := mirrorUnitOf(t, log, published)
-	return nil, u, err
+	return unit{mirror: u}, err
 }
 
 func servedAndMirrored(c *runConfig, ring string) bool {
@@ -144,11 +154,12 @@ func (e *engine) hub(ring string) *liveServer {
 	return h
 }
 
-// start runs t's unit on its own goroutine until stop or ctx: a unit that
-// fails is logged, reported by /healthz and restarted after a back-off.
-func (e *engine) start(ctx context.Context, t tableSpec, c *runConfig) {
+// start runs u, t's unit, on its own goroutine until stop or ctx: a unit
+// that fails is logged, reported by /healthz, built again and restarted
+// after a back-off.
+func (e *engine) start(ctx context.Context, t tableSpec, c *runConfig, u unit) {
 	uctx, cancel := context.WithCancel(ctx)
-	r := &runningUnit{spec: t, fp: t.fingerprint(), cancel: cancel, done: make(chan struct{})}
+	r := &runningUnit{fp: t.fingerprint(), cancel: cancel, done: make(chan struct{})}
 	e.running[t.unit()] = r
 	e.wg.Add(1)
 	go func() {
@@ -156,8 +167,15 @@ func (e *engine) start(ctx context.Context, t tableSpec, c *runConfig) {
 		defer close(r.done)
 		defer e.set.setFailed(t.unit(), nil)
 		wait := e.backoff
-		for uctx.Err() == nil {
-			err := e.runOnce(uctx, &t, c)
+		for {
+			var err error
+			if u == (unit{}) { // after a failure: built again (an interface may have gone)
+				u, err = e.build(&t, c)
+			}
+			if err == nil {
+				err = e.runOnce(uctx, &t, u)
+				u = unit{}
+			}
 			if uctx.Err() != nil {
 				return
 			}
@@ -175,12 +193,9 @@ func (e *engine) start(ctx context.Context, t tableSpec, c *runConfig) {
 	}()
 }
 
-// runOnce builds and runs t's unit until it ends.
-func (e *engine) runOnce(ctx context.Context, t *tableSpec, c *runConfig) error {
-	s, m, err := e.build(t, c)
-	if err != nil {
-		return err
-	}
+// runOnce runs u, t's unit, until it ends.
+func (e *engine) runOnce(ctx context.Context, t *tableSpec, u unit) error {
+	s, m := u.serve, u.mirror
 	if s != nil {
 		e.set.addServe(s)
 		defer e.set.remove(s, nil)
@@ -191,7 +206,7 @@ func (e *engine) runOnce(ctx context.Context, t *tableSpec, c *runConfig) error 
 	}
 	e.set.addMirror(m)
 	defer e.set.remove(nil, m)
-	err = m.run(ctx)
+	err := m.run(ctx)
 	st := m.m.Stats()
 	m.log.Info("stopped mirroring", "transport", st.Transport, "next", st.Next, "records", st.Records,
 		"datagrams", st.Datagrams, "naks", st.NaksSent, "gaps", st.Gaps, "connects", st.Connects)
