@@ -245,35 +245,16 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
 	return res, err
 }
 
-// measure waits for the pinger's warm-up, takes the CPU times of every
-// process, waits for the pinger's result and takes them again.
+// measure waits for the pinger's warm-up and result (timed) and decodes
+// the result line.
 func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
-	// The pinger bounds its warm-up and samples in time, and each round
-	// trip; these bounds are the parent's, a little wider.
-	if _, err := pinger.expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
-		return Deployed{}, ps.explain(err)
-	}
-	before, err := ps.cpuTimes()
+	line, wall, cpu, err := ps.timed(pinger, cfg)
 	if err != nil {
 		return Deployed{}, err
 	}
-	start := time.Now()
-	line, err := pinger.expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
-	if err != nil {
-		return Deployed{}, ps.explain(err)
-	}
-	wall := time.Since(start)
-	after, err := ps.cpuTimes()
-	if err != nil {
-		return Deployed{}, err
-	}
-	res := Deployed{Measured: Duration(wall)}
+	res := Deployed{Measured: Duration(wall), CPU: cpu}
 	if err := json.Unmarshal([]byte(line), &res.Lat); err != nil {
 		return Deployed{}, fmt.Errorf("bench: pinger result %q: %w", line, err)
-	}
-	for i, p := range ps {
-		used := (after[i] - before[i]).Seconds()
-		res.CPU = append(res.CPU, ProcCPU{Role: p.role, Pid: p.cmd.Process.Pid, Seconds: used, PerSec: used / wall.Seconds()})
 	}
 	return res, nil
 }
