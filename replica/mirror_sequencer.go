@@ -53,7 +53,8 @@ type sequencer struct {
 	// hole that only a heartbeat shows was first seen (zero: none).
 	queued         bool
 	hbHole         time.Time
-	tcpOnly        bool // every record comes over TCP
+	hbHoleFrom     uint64 // the next sequence when hbHole was set: a hole that moved is a new one
+	tcpOnly        bool   // every record comes over TCP
 	maxHeld        int
 	nakRecordLimit uint64
 }
@@ -194,13 +195,15 @@ func (s *sequencer) wantNak(now time.Time) (first, last uint64, ok bool) {
 		s.hbHole = time.Time{}
 		return 0, 0, false
 	}
-	if !held {
+	if held {
+		s.hbHole = time.Time{}
+	} else {
 		// Only a heartbeat (a TCP one may overtake the datagrams) says
 		// these are missing: their datagrams may still be queued here.
 		// NAK once the receive queue was drained, or the hole has lasted
-		// NakRepeat.
-		if s.hbHole.IsZero() {
-			s.hbHole = now
+		// NakRepeat without moving (records still arriving move it).
+		if s.hbHole.IsZero() || s.hbHoleFrom != s.next {
+			s.hbHole, s.hbHoleFrom = now, s.next
 		}
 		if s.queued && now.Sub(s.hbHole) < NakRepeat {
 			return 0, 0, false

@@ -310,6 +310,23 @@ func TestSequencerWaitsForQueuedDatagrams(t *testing.T) {
 		t.Fatalf("after the queue drained: NAK %d..%d %v", first, last, ok)
 	}
 
+	// Records still arriving move the hole: its NakRepeat starts again,
+	// so a long stream behind a TCP heartbeat is not NAKed while queued.
+	s, _, _ = newSQ(t, 1)
+	sqData(t, s, 1, 2, false)
+	s.heartbeat(9)
+	s.queued = true
+	if _, _, ok := s.wantNak(now); ok {
+		t.Fatal("NAK for records that may still be queued")
+	}
+	sqData(t, s, 3, 2, false) // they were queued: the hole is now 5..9
+	if _, _, ok := s.wantNak(now.Add(NakRepeat)); ok {
+		t.Fatal("NAK for a hole that moved NakRepeat after the first one was seen")
+	}
+	if first, last, ok := s.wantNak(now.Add(2 * NakRepeat)); !ok || first != 5 || last != 9 {
+		t.Fatalf("the moved hole after its own NakRepeat: NAK %d..%d %v", first, last, ok)
+	}
+
 	s, _, _ = newSQ(t, 1)
 	sqData(t, s, 1, 2, false)
 	sqData(t, s, 6, 2, false) // held: 3..5 were lost on the way
