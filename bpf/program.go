@@ -62,7 +62,7 @@ func newProgram(objs *steerObjects, owners *ebpf.Map) *Program {
 func loadError(err error) error {
 	switch {
 	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
-		return fmt.Errorf("bpf: load: needs root or CAP_BPF (with CAP_NET_ADMIN): %w: %w", ErrNotSupported, err)
+		return fmt.Errorf("bpf: load: needs root or CAP_BPF, CAP_PERFMON and CAP_NET_ADMIN: %w: %w", ErrNotSupported, err)
 	case errors.Is(err, ebpf.ErrNotSupported), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOSYS):
 		return fmt.Errorf("bpf: load: kernel refused the program: %w: %w", ErrNotSupported, err)
 	}

@@ -3,7 +3,6 @@ package transport
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 
 	"golang.org/x/sys/unix"
@@ -68,30 +67,18 @@ func xdpUnavailable(cfg XDPConfig, err error) error {
 	return unavailable(ErrXDPUnavailable, KindXDP, cfg.Iface, true, need, err)
 }
 
-// umemRefused reports whether err is the kernel refusing to pin a UMEM:
-// XDP_UMEM_REG fails with ENOBUFS beyond RLIMIT_MEMLOCK without
-// CAP_IPC_LOCK.
-func umemRefused(err error) bool {
-	var se *os.SyscallError
-	return errors.As(err, &se) && se.Syscall == "setsockopt XDP_UMEM_REG" && errors.Is(se.Err, unix.ENOBUFS)
-}
+// umemRefused reports whether err is the kernel refusing to pin a UMEM
+// for want of CAP_IPC_LOCK (xdp.ErrUMEMLocked).
+func umemRefused(err error) bool { return errors.Is(err, xdp.ErrUMEMLocked) }
 
 // umemCovered reports whether RLIMIT_MEMLOCK covers the UMEMs of cfg on
-// its interface: one per queue, 2 × RingSize frames of FrameSize bytes
-// (xdp.Config's defaults: 4096 and 2048).
+// its interface, one per queue.
 func umemCovered(cfg XDPConfig) bool {
-	ring, frame := uint64(cfg.Socket.RingSize), uint64(cfg.Socket.FrameSize)
-	if ring == 0 {
-		ring = 4096
-	}
-	if frame == 0 {
-		frame = 2048
-	}
 	queues, err := xdp.Queues(cfg.Iface)
 	if err != nil {
 		queues = 1
 	}
-	ok, err := caps.MemlockCovers(uint64(queues) * 2 * ring * frame)
+	ok, err := caps.MemlockCovers(uint64(queues * cfg.Socket.UMEMBytes()))
 	return ok && err == nil
 }
 

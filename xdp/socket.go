@@ -19,6 +19,10 @@ var (
 	ErrBusy = errors.New("xdp: queue busy")
 	// ErrClosed: the socket was closed.
 	ErrClosed = errors.New("xdp: closed")
+	// ErrUMEMLocked: the kernel refused to pin the UMEM (XDP_UMEM_REG,
+	// ENOBUFS): it is larger than RLIMIT_MEMLOCK allows a process without
+	// CAP_IPC_LOCK (see Config.UMEMBytes).
+	ErrUMEMLocked = errors.New("xdp: UMEM beyond the locked-memory limit")
 )
 
 // BindMode chooses between zero-copy and copy mode.
@@ -53,6 +57,13 @@ type Config struct {
 	BusyPoll       time.Duration
 	BusyPollBudget int           // default 64
 	BindRetry      time.Duration // how long to retry a busy queue (default 1 s)
+}
+
+// UMEMBytes is the memory a socket of c pins: 2 × RingSize frames of
+// FrameSize bytes (the defaults where unset).
+func (c Config) UMEMBytes() int {
+	c.defaults()
+	return 2 * c.RingSize * c.FrameSize
 }
 
 func (c *Config) defaults() error {
@@ -121,7 +132,7 @@ func Open(ifindex, queue int, cfg Config) (*Socket, error) {
 func (s *Socket) setup() error {
 	n := s.cfg.RingSize
 	var err error
-	s.umem, err = unix.Mmap(-1, 0, 2*n*s.cfg.FrameSize, unix.PROT_READ|unix.PROT_WRITE,
+	s.umem, err = unix.Mmap(-1, 0, s.cfg.UMEMBytes(), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
 	if err != nil {
 		return os.NewSyscallError("mmap UMEM", err)

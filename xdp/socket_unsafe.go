@@ -1,6 +1,7 @@
 package xdp
 
 import (
+	"fmt"
 	"os"
 	"sync/atomic"
 	"unsafe"
@@ -54,6 +55,9 @@ func registerUMEM(fd int, area []byte, frameSize int) error {
 	}
 	_, _, e := unix.Syscall6(unix.SYS_SETSOCKOPT, uintptr(fd), unix.SOL_XDP, unix.XDP_UMEM_REG,
 		uintptr(unsafe.Pointer(&reg)), unsafe.Sizeof(reg), 0)
+	if e == unix.ENOBUFS {
+		return fmt.Errorf("%w: %w", ErrUMEMLocked, os.NewSyscallError("setsockopt XDP_UMEM_REG", e))
+	}
 	if e != 0 {
 		return os.NewSyscallError("setsockopt XDP_UMEM_REG", e)
 	}
