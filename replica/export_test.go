@@ -15,3 +15,6 @@ func QueuedFrames(m *Mirror) int {
 // datagram carries and the last the batch carries (tests check that
 // readers see records before the batch ends).
 func AfterDatagram(m *Mirror, hook func(last, batchLast uint64)) { m.afterDatagram = hook }
+
+// StopGrace bounds a graceful stop (source_stop.go).
+const StopGrace = stopGrace

@@ -33,7 +33,7 @@ func (m *Mirror) secure(ctx context.Context, c net.Conn) (net.Conn, error) {
 		}
 		return nil, fmt.Errorf("%w: TLS handshake: %w (does the source run with the same --key?)", ErrKeyRequired, err)
 	}
-	rc.rec = nil
+	rc.rec, rc.done = nil, true
 	return tc, nil
 }
 
@@ -115,15 +115,16 @@ func (m *Mirror) openDatagram(c *conn, b []byte) ([]byte, bool) {
 }
 
 // recordConn keeps the first bytes read from a connection (up to one
-// ERROR frame) until rec is dropped.
+// ERROR frame) until the handshake is done.
 type recordConn struct {
 	net.Conn
-	rec []byte
+	rec  []byte
+	done bool // the handshake is over: nothing more is recorded
 }
 
 func (r *recordConn) Read(b []byte) (int, error) {
 	n, err := r.Conn.Read(b)
-	if room := wire.HeaderSize + wire.MaxErrorLen - len(r.rec); room > 0 && n > 0 {
+	if room := wire.HeaderSize + wire.MaxErrorLen - len(r.rec); !r.done && room > 0 && n > 0 {
 		r.rec = append(r.rec, b[:min(n, room)]...)
 	}
 	return n, err

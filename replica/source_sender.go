@@ -70,7 +70,7 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 		defer unlock()
 	}
 	seen := s.ring.WriteSeq()
-	for ctx.Err() == nil && !s.closed.Load() && !s.stop.halted.Load() {
+	for ctx.Err() == nil && !s.closed.Load() {
 		var target uint64
 		var deadline time.Time
 		s.sendMu.Lock()

@@ -105,9 +105,10 @@ type Server struct {
 	// SendBatch. Sessions load it for their catch-up end, NAK checks and
 	// heartbeats; punchLoop for a punched mirror's catch-up end.
 	lastSent atomic.Uint64
-	// sentDone is lastSent once the send call carrying it has returned:
-	// written (storeMax) only by the sender goroutine after SendBatch, and
-	// by NewServer. A live session's TCP heartbeat announces it, not
+	// sentDone is lastSent once no send call carrying it is under way:
+	// stored by NewServer, then (storeMax) by sender rounds under sendMu
+	// (the sender goroutine's, or Handoff's on a hub mirror's goroutine),
+	// after SendBatch returned or where nothing was sent. A live session's TCP heartbeat announces it, not
 	// lastSent: the TCP frame must not overtake datagrams still in the
 	// send call (with many rings on one interface's TX ring, the wait for
 	// room), or the mirror takes them for lost and NAKs them.

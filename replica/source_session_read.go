@@ -62,7 +62,7 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 // stopWake wakes the writer in a graceful stop after a NAK was answered or
 // a STATUS applied: it may be done waiting.
 func (ss *session) stopWake() {
-	if ss.srv.stop.started.Load() {
+	if ss.srv.stop.by.Load() != 0 {
 		ss.poke()
 	}
 }

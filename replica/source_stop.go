@@ -59,14 +59,13 @@ type stopState struct {
 	// datagram) when the stop begins: the sessions' writers select on it.
 	// Made by NewServer.
 	begun chan struct{}
-	// started, by, last: stored by gracefulStop before begun is closed.
-	// started tells the readers (which do not select on begun) to wake
-	// their writer after a NAK or STATUS; by is the stop's deadline (unix
-	// ns; 0: no stop), which bounds every write from then on; last is the
-	// ring's write_seq when ctx ended, the end of a TCP stream's duty.
-	started atomic.Bool
-	by      atomic.Int64
-	last    atomic.Uint64
+	// by, last: stored by gracefulStop before begun is closed. by is the
+	// stop's deadline (unix ns; 0: no stop), which bounds every write from
+	// then on and tells the readers (which do not select on begun) to wake
+	// their writer after a NAK or STATUS; last is the ring's write_seq
+	// when ctx ended, the end of a TCP stream's duty.
+	by   atomic.Int64
+	last atomic.Uint64
 	// halted is stored true under Server.sendMu once the sender's last
 	// datagram is sent: no sender round runs after it.
 	halted atomic.Bool
@@ -89,14 +88,13 @@ func (s *Server) gracefulStop(run context.Context) {
 	by := time.Now().Add(stopGrace)
 	last := s.ring.WriteSeq()
 	s.sendMu.Lock()
-	if sn := s.sender.Load(); sn != nil && s.udp != nil {
-		sn.finish(last, by)
+	if s.udp != nil {
+		s.sender.Load().finish(last, by) // Serve stored it before starting anything
 	}
 	s.stop.halted.Store(true)
 	s.sendMu.Unlock()
 	s.stop.by.Store(by.UnixNano())
 	s.stop.last.Store(last)
-	s.stop.started.Store(true)
 	close(s.stop.begun)
 	s.closeUnregistered()
 	done := make(chan struct{})

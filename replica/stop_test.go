@@ -16,8 +16,8 @@ import (
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
-// stopGrace is the source's bound on a graceful stop (source_stop.go).
-const stopGrace = time.Second
+// stopGrace is the source's bound on a graceful stop.
+const stopGrace = replica.StopGrace
 
 // stopServe ends the source's Serve context and waits at most within for
 // Serve to return nil; it returns how long that took and the server's
@@ -194,6 +194,11 @@ func TestGracefulStopBounded(t *testing.T) {
 	src.push(100)
 	took, sst := stopServe(t, src, stopGrace+1500*time.Millisecond)
 	t.Logf("Serve returned %v after its context ended; server %+v", took, sst)
+	// The non-reader is owed its history: the stop waited for it until
+	// the deadline, then cut it off (an ungraceful stop returns at once).
+	if took < stopGrace/2 {
+		t.Errorf("Serve returned %v after its context ended: the stop did not wait for the session it owed", took)
+	}
 	mr.waitFor(60100, 5*time.Second)
 	mr.close()
 	sameSlots(t, src.path, mr.path, 1)
