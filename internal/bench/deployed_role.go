@@ -126,11 +126,8 @@ const roleLimit = time.Minute
 // histogram, reported as result. ping does one round trip; first is true
 // for the very first (paths still being set up).
 func pingLoop(s roleSpec, out *bufio.Writer, gone <-chan struct{}, ping func(first bool) (time.Duration, error)) error {
-	start := time.Now()
-	for i := 0; i < s.WarmUp && (i == 0 || time.Since(start) < warmUpMax); i++ {
-		if _, err := ping(i == 0); err != nil {
-			return fmt.Errorf("warm-up round trip %d: %w", i, err)
-		}
+	if err := warmUp(s, func(first bool) error { _, err := ping(first); return err }); err != nil {
+		return err
 	}
 	if err := say(out, lineMeasuring); err != nil {
 		return err
@@ -152,6 +149,19 @@ func pingLoop(s roleSpec, out *bufio.Writer, gone <-chan struct{}, ping func(fir
 		return err
 	}
 	return awaitGone(gone)
+}
+
+// warmUp runs s.WarmUp rounds, at most warmUpMax of them (the first one
+// whatever the time); first is true for the very first (paths still being
+// set up).
+func warmUp(s roleSpec, round func(first bool) error) error {
+	start := time.Now()
+	for i := 0; i < s.WarmUp && (i == 0 || time.Since(start) < warmUpMax); i++ {
+		if err := round(i == 0); err != nil {
+			return fmt.Errorf("warm-up round %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // awaitGone waits (bounded) for the parent to close stdin.

@@ -155,20 +155,22 @@ func (ps *procSet) startRun(d *deployedNet, l *launcher, ns *netns.NS, role, fil
 // ready waits (bounded by readyWait) for the process's /readyz: every
 // serve listens and every mirror has connected once.
 func (rr *ringsRun) ready() error {
-	deadline := time.Now().Add(readyWait)
-	for {
-		code, body, err := httpIn(rr.ns, rr.metrics, "/readyz")
+	var (
+		code        int
+		body        []byte
+		err, exited error
+	)
+	if waitFor(readyWait, "/readyz", func() bool {
+		code, body, err = httpIn(rr.ns, rr.metrics, "/readyz")
 		if err == nil && code == http.StatusOK {
-			return nil
+			return true
 		}
-		if aerr := rr.p.alive(); aerr != nil {
-			return aerr
-		}
-		if time.Now().After(deadline) {
-			return rr.p.failed(fmt.Sprintf("not ready within %v (/readyz: %d %s, %v)", readyWait, code, strings.TrimSpace(string(body)), err))
-		}
-		time.Sleep(10 * time.Millisecond) // polling the endpoint, bounded by the deadline
+		exited = rr.p.alive()
+		return exited != nil
+	}) == nil {
+		return exited // nil when ready
 	}
+	return rr.p.failed(fmt.Sprintf("not ready within %v (/readyz: %d %s, %v)", readyWait, code, strings.TrimSpace(string(body)), err))
 }
 
 // scrape reads the process's /metrics as series → value.

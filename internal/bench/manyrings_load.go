@@ -72,24 +72,18 @@ func (r *rig) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait
 		return nil, ZeroLoss{}, ld.ps.explain(err)
 	}
 	var steps []RingsStep
-	best := ZeroLoss{Transport: RingsTransport}
-	failed := 0
-	for i, rate := range cfg.Rates {
+	best, err := sweepZeroLoss(RingsTransport, cfg.Rates, func(rate int) (float64, bool, error) {
+		if len(steps) > 0 && !steps[len(steps)-1].Drained && waitFor(ringsSettle, "the mirrors to catch up", ld.drained) != nil {
+			return 0, false, errSweepDone // still behind: a higher rate would measure the last one's backlog
+		}
 		s, err := ld.step(rate, cfg.Stress)
 		if err != nil {
-			return steps, best, ld.ps.explain(err)
+			return 0, false, ld.ps.explain(err)
 		}
 		steps = append(steps, s)
-		if s.Lossless() {
-			best.Rate, best.Achieved, best.Capped, failed = rate, s.Achieved, i == len(cfg.Rates)-1, 0
-		} else if failed++; failed == 2 {
-			break
-		}
-		if !s.Drained && waitFor(ringsSettle, "the mirrors to catch up", ld.drained) != nil {
-			break // still behind: a higher rate would measure this one's backlog
-		}
-	}
-	return steps, best, nil
+		return s.Achieved, s.Lossless(), nil
+	})
+	return steps, best, err
 }
 
 func (ld *ringsLoad) close() {
@@ -120,7 +114,7 @@ func (ld *ringsLoad) drained() bool {
 	return true
 }
 
-// live pushes a record on every ring every few milliseconds (bounded by
+// live pushes a record on every ring every millisecond or so (bounded by
 // readyWait) until every mirror has received datagrams, then waits for
 // them to catch up: a unicast mirror has punched, and the records before
 // that, which came over TCP, are not the first rate's.
@@ -132,31 +126,35 @@ func (ld *ringsLoad) live() error {
 		}
 		ld.copies = append(ld.copies, c)
 	}
-	deadline := time.Now().Add(readyWait)
-	for {
-		m, err := ld.run2.scrape()
-		if err != nil {
-			return err
+	var err error // of a scrape or a push, which ends the wait
+	waiting := len(ld.ws)
+	if waitFor(readyWait, "the mirrors' first datagrams", func() bool {
+		var m map[string]float64
+		if m, err = ld.run2.scrape(); err != nil {
+			return true
 		}
-		waiting := 0
+		waiting = 0
 		for _, name := range ld.cname {
 			if m[series("ringfire_local_mirror_datagrams_total", name)] == 0 {
 				waiting++
 			}
 		}
 		if waiting == 0 {
-			return waitFor(readyWait, "the mirrors to catch up", ld.drained)
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("bench: %d of %d mirrors received no datagram within %v", waiting, len(ld.ws), readyWait)
+			return true
 		}
 		for i := range ld.ws {
-			if err := ld.push(i); err != nil {
-				return err
+			if err = ld.push(i); err != nil {
+				return true
 			}
 		}
-		time.Sleep(5 * time.Millisecond) // pacing the records, bounded by the deadline
+		return false
+	}) != nil {
+		return fmt.Errorf("bench: %d of %d mirrors received no datagram within %v", waiting, len(ld.ws), readyWait)
 	}
+	if err != nil {
+		return err
+	}
+	return waitFor(readyWait, "the mirrors to catch up", ld.drained)
 }
 
 // ringsCounters are the repair counters of the phase, summed over the
@@ -195,14 +193,9 @@ func (ld *ringsLoad) step(rate int, d time.Duration) (RingsStep, error) {
 	}
 	n := len(ld.ws)
 	start := time.Now()
-	pushed := 0
-	for el := time.Duration(0); el < d; el = time.Since(start) {
-		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
-			if err := ld.push(pushed % n); err != nil {
-				return RingsStep{}, err
-			}
-		}
-		time.Sleep(100 * time.Microsecond) // pacing: Go sleeps about 1 ms, bursts of rate/1000
+	pushed, err := pace(d, rate, func(k int) error { return ld.push(k % n) }, sleepPace)
+	if err != nil {
+		return RingsStep{}, err
 	}
 	drained := waitFor(drainWait, "the mirrors", ld.drained) == nil
 	done := time.Since(start)

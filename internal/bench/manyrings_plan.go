@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"time"
 )
 
 // Rings is the rings section at one ring count and wait mode: Rings rings
@@ -168,38 +167,4 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 type ringsResult struct {
 	PerRing []Percentiles `json:"per_ring"`
 	All     Percentiles   `json:"all"`
-}
-
-// timed waits for the pinger's warm-up, takes every process's CPU time,
-// waits for its result and takes them again: the result line, the wall
-// time of the samples and each process's CPU over it.
-func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []ProcCPU, error) {
-	if _, err := pinger.expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
-		return "", 0, nil, ps.explain(err)
-	}
-	before, err := ps.cpuTimes()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	start := time.Now()
-	line, err := pinger.expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
-	if err != nil {
-		return "", 0, nil, ps.explain(err)
-	}
-	wall := time.Since(start)
-	after, err := ps.cpuTimes()
-	if err != nil {
-		return "", 0, nil, err
-	}
-	return line, wall, ps.cpuOver(before, after, wall), nil
-}
-
-// cpuOver is each process's CPU between two readings wall apart.
-func (ps procSet) cpuOver(before, after []time.Duration, wall time.Duration) []ProcCPU {
-	var cs []ProcCPU
-	for i, p := range ps {
-		used := (after[i] - before[i]).Seconds()
-		cs = append(cs, ProcCPU{Role: p.role, Pid: p.cmd.Process.Pid, Seconds: used, PerSec: used / wall.Seconds()})
-	}
-	return cs
 }

@@ -31,9 +31,10 @@ func ringsIdler(wait string) *idle.Idler {
 	return idle.NewIdler(idle.Strategy{Mode: mode}, nil)
 }
 
-// ringsEnds creates every ring of s.Rings, says ready, and opens every
-// ring of s.Reads (from its oldest record) once a mirror has made it;
-// closeAll closes them all.
+// ringsEnds creates every ring of s.Rings, says ready, opens every ring
+// of s.Reads (from its oldest record) once a mirror has made it, and locks
+// the goroutine to its thread (the roles poll on it); closeAll unlocks the
+// thread and closes them all.
 func ringsEnds(s roleSpec, out *bufio.Writer) (ws []*shm.Writer, rds []*shm.Reader, closeAll func(), err error) {
 	if len(s.Rings) == 0 || len(s.Rings) != len(s.Reads) {
 		return nil, nil, nil, fmt.Errorf("bench: %s: %d rings to write, %d to read", s.Role, len(s.Rings), len(s.Reads))
@@ -66,6 +67,16 @@ func ringsEnds(s roleSpec, out *bufio.Writer) (ws []*shm.Writer, rds []*shm.Read
 		}
 		rds = append(rds, rd)
 	}
+	unlock, err := idle.LockThread(-1)
+	if err != nil {
+		closeAll()
+		return nil, nil, nil, err
+	}
+	closeRings := closeAll
+	closeAll = func() {
+		unlock()
+		closeRings()
+	}
 	return ws, rds, closeAll, nil
 }
 
@@ -93,11 +104,6 @@ func ringsPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 		return err
 	}
 	defer closeAll()
-	unlock, err := idle.LockThread(-1)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	n := len(ws)
 	pg := &ringsPing{ws: ws, rds: rds, hs: make([]hist, n), seqs: make([]uint64, n), pending: make([]bool, n),
 		rec: make([]byte, s.Record), buf: make([]byte, s.Record), base: time.Now(), d: ringsIdler(s.Wait)}
@@ -105,11 +111,8 @@ func ringsPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 	for i := range every {
 		every[i] = i
 	}
-	start := time.Now()
-	for i := 0; i < s.WarmUp && (i == 0 || time.Since(start) < warmUpMax); i++ {
-		if err := pg.round(every, i == 0, false); err != nil {
-			return fmt.Errorf("warm-up round %d: %w", i, err)
-		}
+	if err := warmUp(s, func(first bool) error { return pg.round(every, first, false) }); err != nil {
+		return err
 	}
 	atOnce := func(first bool) error { return pg.round(every, first, true) }
 	inTurn := func(bool) error {
@@ -250,11 +253,6 @@ func ringsEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 		return err
 	}
 	defer closeAll()
-	unlock, err := idle.LockThread(-1)
-	if err != nil {
-		return err
-	}
-	defer unlock()
 	d := ringsIdler(s.Wait)
 	buf := make([]byte, s.Record)
 	end := time.Now().Add(ringsEchoLimit(s))

@@ -55,9 +55,7 @@ func TestRingsSection(t *testing.T) {
 				t.Errorf("%d rings at %d/s: %+v", x.Rings, s.Rate, s)
 			}
 		}
-		if x.ZeroLoss.Rate != 0 && !x.Sweep[0].Lossless() && x.ZeroLoss.Rate == x.Sweep[0].Rate {
-			t.Errorf("%d rings: zero-loss %d/s from a rate that lost", x.Rings, x.ZeroLoss.Rate)
-		}
+		checkRingsZeroLoss(t, x, 2)
 		for kind, rt := range map[string]RingsRoundTrip{"at once": x.AtOnce, "in turn": x.InTurn} {
 			if len(rt.PerRing) != x.Rings || rt.Lat.Samples != int64(200*x.Rings) || rt.Measured <= 0 {
 				t.Errorf("%d rings %s: %d rings, %d samples in all over %v", x.Rings, kind, len(rt.PerRing), rt.Lat.Samples, time.Duration(rt.Measured))
@@ -79,6 +77,32 @@ func TestRingsSection(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tables lack %q", want)
 		}
+	}
+}
+
+// checkRingsZeroLoss asserts that x's zero-loss rate is the sweep's last
+// lossless step (the sweep goes on past a loss until the second in a row):
+// 0 when no step was lossless, else a lossless step's rate and achieved
+// rate, no lossless step after it, and Capped exactly when that step is
+// the last of the nRates rates.
+func checkRingsZeroLoss(t *testing.T, x Rings, nRates int) {
+	t.Helper()
+	last := -1
+	for i, s := range x.Sweep {
+		if s.Lossless() {
+			last = i
+		}
+	}
+	z := x.ZeroLoss
+	if last < 0 {
+		if z.Rate != 0 || z.Capped {
+			t.Errorf("%d rings: zero-loss %+v, but no rate of %+v was lossless", x.Rings, z, x.Sweep)
+		}
+		return
+	}
+	s := x.Sweep[last]
+	if z.Rate != s.Rate || z.Achieved != s.Achieved || z.Capped != (last == nRates-1) {
+		t.Errorf("%d rings: zero-loss %+v, want the last lossless step %+v (step %d of %d)", x.Rings, z, s, last+1, nRates)
 	}
 }
 
@@ -182,5 +206,39 @@ func TestRingsTables(t *testing.T) {
 	}
 	if !strings.Contains(md.String(), "### rings: zero-loss sweep") {
 		t.Errorf("markdown lacks the sweep:\n%s", md.String())
+	}
+}
+
+// The sweep keeps the last lossless rate, goes on past one loss, stops at
+// the second in a row or when a step ends it, and is capped only when the
+// last rate of all was lossless.
+func TestSweepZeroLoss(t *testing.T) {
+	rates := []int{1, 2, 3, 4, 5}
+	for _, c := range []struct {
+		lossless string // one letter a rate: y lossless, n lost, s errSweepDone
+		want     ZeroLoss
+		tried    int
+	}{
+		{"yyyyy", ZeroLoss{Rate: 5, Achieved: 50, Capped: true}, 5},
+		{"ynyny", ZeroLoss{Rate: 5, Achieved: 50, Capped: true}, 5},
+		{"yynny", ZeroLoss{Rate: 2, Achieved: 20}, 4},
+		{"nnyyy", ZeroLoss{}, 2},
+		{"yyyns", ZeroLoss{Rate: 3, Achieved: 30}, 5},
+	} {
+		tried := 0
+		got, err := sweepZeroLoss("x", rates, func(rate int) (float64, bool, error) {
+			tried++
+			switch c.lossless[rate-1] {
+			case 's':
+				return 0, false, errSweepDone
+			case 'y':
+				return float64(10 * rate), true, nil
+			}
+			return 1, false, nil
+		})
+		c.want.Transport = "x"
+		if err != nil || got != c.want || tried != c.tried {
+			t.Errorf("%s: %+v after %d rates, %v; want %+v after %d", c.lossless, got, tried, err, c.want, c.tried)
+		}
 	}
 }

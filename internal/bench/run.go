@@ -23,8 +23,8 @@ type Config struct {
 	Stress     time.Duration // open loop per offered rate (default 1 s)
 	Rates      []int         // offered rates of the sweep, records/s
 	Stages     time.Duration // push-to-read per stage (default 1 s)
-	StageRates []int         // the producer's rates while the stages are measured (default 20,000/s)
-	Fanout     []int         // mirror counts (default 1, 4, 16)
+	StageRates []int         // the producer's rates while the stages are measured (default DefaultStageRates)
+	Fanout     []int         // mirror counts (default DefaultFanout)
 	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings
 	Progress   io.Writer     // one line per measurement (default none)
 	// The deployed section: wait modes (default DefaultWaits), warm-up
@@ -38,7 +38,7 @@ type Config struct {
 	// Trace has every deployed process stamp the records (RINGFIRE_TRACE)
 	// and reports the round trip hop by hop (Deployed.Hops).
 	Trace bool
-	// The rings section: ring counts (default 1, 4, 16; one ring alone is
+	// The rings section: ring counts (default DefaultRings; one ring alone is
 	// always measured) and the wait modes of the run processes' serves
 	// and mirrors (default DefaultRingsWaits). It takes WarmUp, Samples
 	// and DeployedFor for its round trips, Rates and Stress for its
@@ -49,6 +49,16 @@ type Config struct {
 
 // DefaultRates is the default sweep, records/s.
 var DefaultRates = []int{200_000, 400_000, 600_000, 800_000, 1_200_000, 1_600_000, 2_400_000, 3_200_000, 4_800_000, 6_400_000}
+
+// DefaultStageRates are the producer's default rates while the stages are
+// measured, records/s.
+var DefaultStageRates = []int{stageRate}
+
+// DefaultFanout is the fan-out's default mirror counts.
+var DefaultFanout = []int{1, 4, 16}
+
+// DefaultRings is the rings section's default ring counts.
+var DefaultRings = []int{1, 4, 16}
 
 // procs is GOMAXPROCS during a run. Every endpoint of a run (sources,
 // mirrors, echo, pinger) shares this process, where in production each is
@@ -71,13 +81,13 @@ func (c *Config) defaults() {
 	c.Stress = cmp(c.Stress, time.Second)
 	c.Stages = cmp(c.Stages, time.Second)
 	if len(c.StageRates) == 0 {
-		c.StageRates = []int{stageRate}
+		c.StageRates = DefaultStageRates
 	}
 	if len(c.Rates) == 0 {
 		c.Rates = DefaultRates
 	}
 	if len(c.Fanout) == 0 {
-		c.Fanout = []int{1, 4, 16}
+		c.Fanout = DefaultFanout
 	}
 	if len(c.Sections) == 0 {
 		c.Sections = Sections
@@ -92,7 +102,7 @@ func (c *Config) defaults() {
 	c.Samples = cmpInt(c.Samples, 100_000)
 	c.DeployedFor = cmp(c.DeployedFor, time.Minute)
 	if len(c.Rings) == 0 {
-		c.Rings = []int{1, 4, 16}
+		c.Rings = DefaultRings
 	}
 	if len(c.RingsWaits) == 0 {
 		c.RingsWaits = DefaultRingsWaits

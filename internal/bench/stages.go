@@ -109,19 +109,12 @@ func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate 
 // paced pushes rate records per second for d, calling between between
 // pushes (the poller; a sleep when it is empty).
 func (r *rig) paced(src *source, d time.Duration, rate int, between func()) error {
-	start := time.Now()
-	pushed := 0
-	for el := time.Duration(0); el < d; el = time.Since(start) {
-		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
-			if err := src.push(r); err != nil {
-				return err
-			}
-		}
+	_, err := pace(d, rate, func(int) error { return src.push(r) }, func() {
 		between()
 		// The poller yields the CPU between polls, as a reader with the
 		// yield strategy would: a busy poll would starve the serve and
 		// mirror threads that share the two cores with it.
 		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-	}
-	return nil
+	})
+	return err
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/synth"
@@ -60,10 +61,25 @@ func (r *rig) zeroLoss(tr string, size int, rates []int, d time.Duration) (ZeroL
 	if err := r.live(src, m); err != nil {
 		return ZeroLoss{}, err
 	}
+	return sweepZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
+}
+
+// errSweepDone is what a sweep's step returns to end it without a result
+// for its rate.
+var errSweepDone = errors.New("bench: sweep done")
+
+// sweepZeroLoss tries each rate of rates in turn with step, which reports
+// the rate achieved and whether every record arrived without repair, up
+// to the second rate in a row that loses (or a step's errSweepDone): the
+// last lossless rate, Capped when it was the last of rates.
+func sweepZeroLoss(tr string, rates []int, step func(rate int) (achieved float64, lossless bool, err error)) (ZeroLoss, error) {
 	best := ZeroLoss{Transport: tr}
 	failed := 0
 	for i, rate := range rates {
-		achieved, ok, err := r.oneWay(src, m, rate, d)
+		achieved, ok, err := step(rate)
+		if errors.Is(err, errSweepDone) {
+			break
+		}
 		if err != nil {
 			return best, err
 		}
@@ -75,6 +91,27 @@ func (r *rig) zeroLoss(tr string, size int, rates []int, d time.Duration) (ZeroL
 	}
 	return best, nil
 }
+
+// pace calls push for records 0, 1, ... at rate records per second for d,
+// without waiting for anything, and between between the bursts: the
+// records pushed.
+func pace(d time.Duration, rate int, push func(k int) error, between func()) (int, error) {
+	start := time.Now()
+	pushed := 0
+	for el := time.Duration(0); el < d; el = time.Since(start) {
+		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
+			if err := push(pushed); err != nil {
+				return pushed, err
+			}
+		}
+		between()
+	}
+	return pushed, nil
+}
+
+// sleepPace is pace's between for pushers alone on their thread: Go
+// sleeps about 1 ms, so the records go in bursts of rate/1000.
+func sleepPace() { time.Sleep(100 * time.Microsecond) }
 
 // live pushes a record every millisecond until the mirror receives
 // datagrams and has caught up: a unicast mirror has punched, and the
@@ -94,14 +131,9 @@ func (r *rig) live(src *source, m *mirrorEnd) error {
 func (r *rig) oneWay(src *source, m *mirrorEnd, rate int, d time.Duration) (float64, bool, error) {
 	before := m.m.Stats()
 	start := time.Now()
-	pushed := 0
-	for el := time.Duration(0); el < d; el = time.Since(start) {
-		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
-			if err := src.push(r); err != nil {
-				return 0, false, err
-			}
-		}
-		time.Sleep(100 * time.Microsecond)
+	pushed, err := pace(d, rate, func(int) error { return src.push(r) }, sleepPace)
+	if err != nil {
+		return 0, false, err
 	}
 	last := src.w.Next() - 1
 	if err := waitFor(drainWait, "the mirror", func() bool { return m.m.Stats().Next > last }); err != nil {
