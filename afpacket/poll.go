@@ -10,19 +10,15 @@ import (
 // Poller waits until a socket's receive ring has a block for user space,
 // parking the goroutine in Go's network poller (not a thread in a blocking
 // syscall): the kernel signals the socket readable when it hands a block
-// over. It watches a duplicate of the socket's descriptor, so Close the
-// poller too: the socket lives until both are closed.
+// over. The socket is in Go's poller only while a goroutine waits (see
+// netpoll.Poller).
 type Poller struct {
 	p *netpoll.Poller
 }
 
 // NewPoller watches s.
 func NewPoller(s *Socket) (*Poller, error) {
-	fd, err := netpoll.Dup(s.rxfd) // non-blocking: Go's poller watches it
-	if err != nil {
-		return nil, err
-	}
-	p, err := netpoll.NewPoller(fd, "afpacket-poller", s.Readable, ErrClosed)
+	p, err := netpoll.NewPoller([]int{s.rxfd}, "afpacket-poller", s.Readable, ErrClosed)
 	if err != nil {
 		return nil, fmt.Errorf("afpacket: poller: %w", err)
 	}
@@ -41,6 +37,6 @@ func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error)
 // Wake makes the goroutine waiting in WaitFor check again.
 func (p *Poller) Wake() { p.p.Wake() }
 
-// Close wakes the waiter with ErrClosed and closes the duplicate
-// descriptor (not the socket).
+// Close wakes the waiter with ErrClosed and closes the poller's epoll
+// instance (not the socket).
 func (p *Poller) Close() error { return p.p.Close() }

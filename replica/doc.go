@@ -35,7 +35,7 @@
 //     sleeps, spin never pauses), bounded by a deadline (the next datagram
 //     heartbeat: 1 ms after data, doubling while idle up to 128 ms; the
 //     linger of a pending frame; 200 ms without datagrams). It sends DATA and heartbeat datagrams through the
-//     Transport (kernel UDP waits for socket room in the netpoller) and,
+//     Transport (kernel UDP waits for socket room in ppoll) and,
 //     whenever write_seq moved, wakes every session through its wake
 //     channel (capacity 1, never blocking). Its rounds hold sendMu: a
 //     mirror served again in the same process (a hub) calls Handoff after
@@ -43,7 +43,10 @@
 //     sender is not in one (TryLock) and wakes the sessions; the sender's
 //     own wait checks write_seq before it sleeps, so nothing is missed.
 //   - punchLoop, when there is a datagram transport: RecvBatch with a
-//     100 ms wait (the netpoller, for kernel UDP). A PUNCH publishes the
+//     100 ms wait (ppoll for kernel UDP; Go's poller for AF_XDP and
+//     AF_PACKET, whose sockets are in it only during that wait: no socket
+//     of a transport is in Go's poller for good, so no datagram and no
+//     freed send buffer wakes a thread nobody needs). A PUNCH publishes the
 //     mirror's address to the sender (dests, an atomic pointer).
 //   - telemetryLoop: a 10 ms ticker; samples write_seq, raises and clears
 //     the lag events, forgets mirrors that left.

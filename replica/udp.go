@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/internal/netpoll"
 )
 
 // UDPConfig configures a kernel UDP transport.
@@ -41,15 +42,14 @@ type UDPConfig struct {
 
 // UDP is the kernel UDP transport: sendmmsg and recvmmsg on one
 // non-blocking socket. The socket is made and configured through package
-// net (x/net/ipv4 sets the multicast options), then taken out of Go's
-// poller: every datagram and every freed send buffer would otherwise wake
-// the poller's thread, for nobody. Waits are ppoll(2) on the socket (a
+// net (x/net/ipv4 sets the multicast options); the transport keeps a
+// duplicate that is in no poller: every datagram and every freed send
+// buffer would otherwise wake the poller's thread, for nobody. Waits are ppoll(2) on the socket (a
 // blocked RecvBatch or a full send buffer), or the caller's own (Pollable).
 // The batch calls are our own (udp_unsafe.go) because
 // ipv4.PacketConn.ReadBatch allocates a net.UDPAddr per datagram.
 type UDP struct {
-	f  *os.File // owns the socket
-	fd int
+	fd int // the socket, ours alone (rawDup)
 	// closed is set by Close (Store) before it shuts the socket down, which
 	// wakes calls in ppoll; they and later calls then return ErrClosed.
 	closed atomic.Bool
@@ -91,16 +91,11 @@ func NewUDP(cfg UDPConfig) (*UDP, error) {
 	u.addr = conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	err = u.configure(conn, cfg)
 	if err == nil {
-		u.f, err = conn.File() // a duplicate, outside Go's poller once conn is closed
+		u.fd, err = netpoll.Dup(conn) // in no poller
 	}
-	conn.Close()
+	conn.Close() // takes conn's descriptor out of Go's poller; ours was never in it
 	if err != nil {
 		return nil, fmt.Errorf("udp: %v: %w", cfg.Bind, err)
-	}
-	u.fd = int(u.f.Fd())
-	if err := unix.SetNonblock(u.fd, true); err != nil {
-		u.f.Close()
-		return nil, fmt.Errorf("udp: %v: %w", cfg.Bind, os.NewSyscallError("fcntl O_NONBLOCK", err))
 	}
 	return u, nil
 }

@@ -97,5 +97,5 @@ func (u *UDP) Close() error {
 	unix.Shutdown(u.fd, unix.SHUT_RDWR) // ENOTCONN on an unconnected socket, which still wakes its pollers
 	u.inUse.Lock()
 	defer u.inUse.Unlock()
-	return u.f.Close()
+	return os.NewSyscallError("close", unix.Close(u.fd))
 }

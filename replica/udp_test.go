@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/replica"
 )
 
@@ -202,5 +203,28 @@ func TestUDPBatchAllocs(t *testing.T) {
 		}
 	}); n != 0 {
 		t.Errorf("RecvBatch of %d: %v allocations", batch, n)
+	}
+}
+
+// The kernel UDP socket is in no epoll instance, Go's poller's included:
+// every datagram it receives and every send buffer the kernel frees
+// would otherwise wake the poller's thread, while the mirror's loop or a
+// ppoll waits for it (on the old os.File duplicate, it was).
+func TestUDPSocketInNoPoller(t *testing.T) {
+	u, err := replica.NewUDP(replica.UDPConfig{Bind: netip.MustParseAddrPort("127.0.0.1:0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	fd := u.PollFDs()[0]
+	if testenv.Polled(t)[fd] {
+		t.Fatalf("the socket (descriptor %d) is watched by an epoll instance", fd)
+	}
+	if n, err := u.SendBatch([]replica.Message{{Buf: []byte("x"), Addr: u.LocalAddr()}}); n != 1 || err != nil {
+		t.Fatalf("SendBatch = %d, %v", n, err)
+	}
+	ms := udMsgs(1, 64)
+	if n, err := u.RecvBatch(ms, 5*time.Second); n != 1 || err != nil {
+		t.Fatalf("RecvBatch = %d, %v: the socket works without the poller", n, err)
 	}
 }

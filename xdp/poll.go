@@ -2,59 +2,32 @@ package xdp
 
 import (
 	"fmt"
-	"os"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/netpoll"
 )
 
 // Poller waits until any of a set of sockets has received frames, parking
 // the goroutine in Go's network poller (not a thread in a blocking
-// syscall). It holds an epoll instance watching the sockets; Go's poller
-// watches that instance.
+// syscall). The sockets are in Go's poller only while a goroutine waits
+// (see netpoll.Poller): a socket a loop polls itself wakes nobody.
 type Poller struct {
 	p     *netpoll.Poller
 	socks []*Socket
 }
 
-// NewPoller watches socks. Go's poller watches a single socket directly
-// (through a duplicate of its descriptor), and several through an epoll
-// instance of their own: one wake-up less on the common path.
+// NewPoller watches socks.
 func NewPoller(socks ...*Socket) (*Poller, error) {
-	fd, err := pollFD(socks)
-	if err != nil {
-		return nil, err
+	fds := make([]int, len(socks))
+	for i, s := range socks {
+		fds[i] = s.fd
 	}
 	p := &Poller{socks: socks}
-	if p.p, err = netpoll.NewPoller(fd, "xdp-poller", p.ready, ErrClosed); err != nil {
+	var err error
+	if p.p, err = netpoll.NewPoller(fds, "xdp-poller", p.ready, ErrClosed); err != nil {
 		return nil, fmt.Errorf("xdp: poller: %w", err)
 	}
 	return p, nil
-}
-
-// pollFD returns a non-blocking descriptor readable when a socket is.
-func pollFD(socks []*Socket) (int, error) {
-	if len(socks) == 1 {
-		return netpoll.Dup(socks[0].fd) // the socket is non-blocking already
-	}
-	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
-	if err != nil {
-		return -1, os.NewSyscallError("epoll_create1", err)
-	}
-	for _, s := range socks {
-		ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(s.fd)}
-		if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, s.fd, &ev); err != nil {
-			unix.Close(ep)
-			return -1, os.NewSyscallError("epoll_ctl", err)
-		}
-	}
-	if err := unix.SetNonblock(ep, true); err != nil {
-		unix.Close(ep)
-		return -1, os.NewSyscallError("fcntl", err)
-	}
-	return ep, nil
 }
 
 // Wait returns when a socket has received frames (true), when timeout
@@ -88,6 +61,6 @@ func (p *Poller) ready() bool {
 	return false
 }
 
-// Close wakes the waiter with ErrClosed and releases the epoll instance
-// or the duplicate descriptor (not the sockets).
+// Close wakes the waiter with ErrClosed and releases the poller's epoll
+// instance (not the sockets).
 func (p *Poller) Close() error { return p.p.Close() }

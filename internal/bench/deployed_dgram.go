@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/idle"
+	"github.com/ringfire/ringfire/internal/netpoll"
 )
 
 // DatagramStyles are the ways the two processes of the deployed
@@ -27,8 +28,7 @@ const dgramWait = 2 * time.Second
 // its address and connected to the other end's.
 type dgramEnd struct {
 	conn *net.UDPConn // netpoller
-	file *os.File     // the other styles: the socket, kept open
-	fd   int
+	fd   int          // the other styles: a duplicate of the socket in no poller
 	d    *idle.Idler
 	buf  []byte
 }
@@ -58,12 +58,11 @@ func openDgram(style, local, peer string, size int) (*dgramEnd, error) {
 		c.Close()
 		return nil, err
 	}
-	e.file, err = c.File() // a duplicate descriptor of its own
+	e.fd, err = netpoll.Dup(c) // in no poller
 	c.Close()
 	if err != nil {
 		return nil, err
 	}
-	e.fd = int(e.file.Fd())
 	e.d = idle.NewIdler(idle.Strategy{Mode: mode}, nil, e.fd)
 	return e, nil
 }
@@ -72,7 +71,7 @@ func (e *dgramEnd) close() {
 	if e.conn != nil {
 		e.conn.Close()
 	} else {
-		e.file.Close()
+		unix.Close(e.fd)
 	}
 }
 

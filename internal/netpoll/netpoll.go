@@ -28,6 +28,9 @@ type Waiter struct {
 	ready  func() bool
 	ok     bool
 	readFn func(uintptr) bool
+	// control's: ctl (built once) calls ctlFn.
+	ctl   func(uintptr)
+	ctlFn func(int)
 }
 
 // New takes ownership of fd, which must be non-blocking and pollable.
@@ -39,6 +42,7 @@ func New(fd int, name string) (*Waiter, error) {
 		return nil, fmt.Errorf("netpoll: %s: %w", name, err)
 	}
 	w := &Waiter{file: f, rc: rc}
+	w.ctl = func(fd uintptr) { w.ctlFn(int(fd)) }
 	w.readFn = func(uintptr) bool {
 		w.ok = w.ready()
 		return w.ok
@@ -83,6 +87,22 @@ func (w *Waiter) Wait(timeout time.Duration, ready func() bool) (bool, error) {
 		// deadline.
 	}
 	return false, nil
+}
+
+// control runs f with the descriptor, which Close cannot close meanwhile;
+// after Close it returns ErrClosed without running f. It allocates
+// nothing when f is built once.
+func (w *Waiter) control(f func(fd int)) error {
+	if w.shut.Load() {
+		return ErrClosed
+	}
+	w.ctlFn = f
+	err := w.rc.Control(w.ctl)
+	w.ctlFn = nil
+	if err != nil {
+		return w.closedOr(err)
+	}
+	return nil
 }
 
 // Wake makes the goroutine in Wait check ready again.

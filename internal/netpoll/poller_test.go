@@ -9,30 +9,26 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/netpoll"
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 var errShut = errors.New("test: closed")
 
 // newPoller returns a Poller of a pipe's read end whose ready reports
-// ready, and the pipe's write end.
-func newPoller(t *testing.T, ready *atomic.Bool) (*netpoll.Poller, int) {
+// ready, and the pipe's read and write ends.
+func newPoller(t *testing.T, ready *atomic.Bool) (p *netpoll.Poller, rd, wr int) {
 	t.Helper()
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_NONBLOCK|unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { unix.Close(fds[1]) })
-	rd, err := netpoll.Dup(fds[0])
-	unix.Close(fds[0])
-	if err != nil {
-		t.Fatalf("Dup: %v", err)
-	}
-	p, err := netpoll.NewPoller(rd, "test-pipe", ready.Load, errShut)
+	t.Cleanup(func() { unix.Close(fds[0]); unix.Close(fds[1]) })
+	p, err := netpoll.NewPoller(fds[:1], "test-pipe", ready.Load, errShut)
 	if err != nil {
 		t.Fatalf("NewPoller: %v", err)
 	}
 	t.Cleanup(func() { p.Close() })
-	return p, fds[1]
+	return p, fds[0], fds[1]
 }
 
 // WaitFor returns false when its time passes, true when the sockets are
@@ -40,7 +36,7 @@ func newPoller(t *testing.T, ready *atomic.Bool) (*netpoll.Poller, int) {
 // Wake, and the closed error after Close.
 func TestPoller(t *testing.T) {
 	var ready, woken atomic.Bool
-	p, wr := newPoller(t, &ready)
+	p, _, wr := newPoller(t, &ready)
 	if ok, err := p.WaitFor(time.Millisecond, woken.Load); ok || err != nil {
 		t.Fatalf("WaitFor(1 ms) with nothing ready = %v, %v; want false, nil", ok, err)
 	}
@@ -87,5 +83,31 @@ func within(t *testing.T, done <-chan error) error {
 	case <-time.After(10 * time.Second):
 		t.Fatal("WaitFor did not return within 10 s")
 		return nil
+	}
+}
+
+// The sockets are in an epoll instance only while WaitFor waits: between
+// waits, a frame wakes no thread.
+func TestPollerArmsOnlyWhileWaiting(t *testing.T) {
+	var ready, woken atomic.Bool
+	p, rd, wr := newPoller(t, &ready)
+	if testenv.Polled(t)[rd] {
+		t.Fatalf("descriptor %d watched before any wait", rd)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.WaitFor(10*time.Second, woken.Load)
+		done <- err
+	}()
+	testenv.Until(t, 10*time.Second, "the waiting poller's descriptor in an epoll instance", func() bool { return testenv.Polled(t)[rd] })
+	ready.Store(true)
+	if _, err := unix.Write(wr, []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(t, done); err != nil {
+		t.Fatalf("WaitFor: %v", err)
+	}
+	if testenv.Polled(t)[rd] {
+		t.Fatalf("descriptor %d still watched after the wait", rd)
 	}
 }

@@ -1,0 +1,57 @@
+package transport_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
+	"github.com/ringfire/ringfire/replica"
+)
+
+// An AF_XDP transport's sockets are in Go's poller (through the
+// transport's own epoll instance) only while a RecvBatch waits: a mirror
+// that polls them itself, in its wait modes, costs nobody a wake-up per
+// frame, and no send's freed buffer wakes anybody either.
+func TestSocketsPolledOnlyWhileWaiting(t *testing.T) {
+	xp := newXDPPair(t)
+	a, b := xp.a, xp.b
+	polledAny := func(fds []int) bool {
+		p := testenv.Polled(t)
+		for _, fd := range fds {
+			if p[fd] {
+				return true
+			}
+		}
+		return false
+	}
+	if polledAny(a.PollFDs()) || polledAny(b.PollFDs()) {
+		t.Fatalf("idle transports' sockets %v, %v are watched by an epoll instance", a.PollFDs(), b.PollFDs())
+	}
+	sendAll(t, a, []replica.Message{{Buf: []byte("not waited for"), Addr: b.LocalAddr()}})
+	if got := recvN(t, b, 1, 2048); string(got[0].data) != "not waited for" {
+		t.Fatalf("received %q", got[0].data)
+	}
+
+	got := make(chan error, 1)
+	go func() {
+		ms := newMsgs(1, 2048)
+		n, err := b.RecvBatch(ms, 10*time.Second)
+		if err == nil && n != 1 {
+			err = replica.ErrClosed
+		}
+		got <- err
+	}()
+	testenv.Until(t, 10*time.Second, "a waiting RecvBatch's sockets in an epoll instance", func() bool { return polledAny(b.PollFDs()) })
+	sendAll(t, a, []replica.Message{{Buf: []byte("waited for"), Addr: b.LocalAddr()}})
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatalf("RecvBatch: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RecvBatch did not return within 10 s of the datagram")
+	}
+	if polledAny(b.PollFDs()) {
+		t.Fatalf("after the wait, sockets %v are still watched", b.PollFDs())
+	}
+}
