@@ -43,6 +43,11 @@ type MirrorConfig struct {
 	Spin bool
 	// Pin binds Run's thread to a CPU.
 	Pin Pin
+	// Loop, when set, steps the mirror's connections on that Loop's
+	// thread, with the other servers and mirrors given it (Wait and Pin
+	// are then the Loop's); Run's goroutine only connects. A transport
+	// that is not Pollable is stepped by Run itself.
+	Loop *Loop
 	// NewTransport builds the datagram transport once the source says how
 	// datagrams come (default: kernel UDP, NewMirrorUDP).
 	NewTransport func(DatagramSpec) (Transport, error)
@@ -194,7 +199,9 @@ func (m *Mirror) Close() error {
 		err = m.ring.close()
 		m.ring = nil
 	}
-	m.waker.Close() // a late notification (Run's ctx) finds it closed and does nothing
+	if m.cfg.Loop == nil { // the Loop's Waker is the Loop's
+		m.waker.Close() // a late notification (Run's ctx) finds it closed and does nothing
+	}
 	m.publishStats(time.Now())
 	return err
 }

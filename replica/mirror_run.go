@@ -24,8 +24,10 @@ func (m *Mirror) Run(ctx context.Context) error {
 	// Stats as Run returns (a deferred publishStats(time.Now()) would
 	// take its time at the call).
 	defer func() { m.publishStats(time.Now()) }()
-	if unlock, err := idle.LockThread(m.cfg.Pin.cpu()); err == nil { // NewMirror checked the CPU
-		defer unlock()
+	if m.cfg.Loop == nil {
+		if unlock, err := idle.LockThread(m.cfg.Pin.cpu()); err == nil { // NewMirror checked the CPU
+			defer unlock()
+		}
 	}
 	defer context.AfterFunc(ctx, m.waker.Notify)()
 	for ctx.Err() == nil {
@@ -40,7 +42,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 				continue
 			}
 		}
-		if err := m.idleRound(m.c); err != nil {
+		if err := m.round(ctx, m.c); err != nil {
 			m.disconnect(err)
 			if m.cfg.Once || ctx.Err() != nil {
 				return ctxOr(ctx, err)
@@ -50,6 +52,16 @@ func (m *Mirror) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// round steps connection c: on the mirror's Loop until it fails or ctx
+// ends, or one idleRound of Run's own loop (no Loop, or a transport that
+// is not Pollable, whose steps wait in RecvBatch).
+func (m *Mirror) round(ctx context.Context, c *conn) error {
+	if m.cfg.Loop != nil && m.pollable {
+		return m.runInLoop(ctx, c)
+	}
+	return m.idleRound(c)
 }
 
 // connectFailed reports a failed attempt to connect, unless it failed

@@ -28,6 +28,11 @@ const idleBound = 100 * time.Millisecond
 // fixed for the mirror's life, so the TCP reader and the transports may
 // notify from the first connection on, whether or not Run drives it.
 func (m *Mirror) newWaiting() error {
+	if l := m.cfg.Loop; l != nil { // the Loop waits: wake it
+		m.waker = l.waker
+		m.idler = idle.NewIdler(idle.Strategy{Mode: l.cfg.Wait}, nil) // never sleeps: Run steps non-Pollable transports in RecvBatch
+		return nil
+	}
 	w, err := idle.NewWaker()
 	if err != nil {
 		return fmt.Errorf("replica: mirror: %w", err)

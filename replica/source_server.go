@@ -36,6 +36,10 @@ type ServerConfig struct {
 	Spin bool
 	// Pin binds the sender's thread to a CPU.
 	Pin Pin
+	// Loop, when set, runs the sender on that Loop's thread, with the
+	// other servers and mirrors given it, instead of a thread of its own
+	// (Wait and Pin are then the Loop's).
+	Loop *Loop
 	// Transport carries the datagrams (default: NewTransport's).
 	Transport Transport
 	// NewTransport, when Transport is nil, opens the datagram transport
@@ -310,7 +314,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watchRing(run, cancel, replaced) }()
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.sendLoop(run, sn) }()
+	if s.cfg.Loop != nil {
+		go func() { defer s.wg.Done(); s.loopSend(run, sn) }()
+	} else {
+		go func() { defer s.wg.Done(); s.sendLoop(run, sn) }()
+	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.telemetryLoop(run) }()
 	if s.udp != nil {

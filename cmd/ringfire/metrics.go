@@ -65,6 +65,9 @@ func startMetrics(ctx context.Context, addr string, set *unitSet, log *slog.Logg
 func metricsHandler(set *unitSet) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(set))
+	if set.loop != nil {
+		reg.MustRegister(newLoopCollector(set.loop))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
 	mux.HandleFunc("/mirrors", func(w http.ResponseWriter, r *http.Request) {

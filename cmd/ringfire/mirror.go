@@ -29,6 +29,7 @@ ends.`
 // mirrorFlags are the flags that describe one mirror: mirror's, and the
 // keys of a [[mirror]] table of ringfire run.
 type mirrorFlags struct {
+	loop                            *replica.Loop // ringfire run's, when its file has a loop key
 	from, iface                     string
 	unicast, tcp, once, noTelemetry bool
 	anySource                       bool

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/ringfire/ringfire/internal/cli"
+	"github.com/ringfire/ringfire/replica"
 )
 
 const runHelp = `Run serves and mirrors every ring of CONFIG, a TOML file, in one process:
@@ -84,6 +85,13 @@ func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Lo
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e := newEngine(log)
+	if c.loop != "" {
+		stopLoop, err := startLoop(e, c, log)
+		if err != nil {
+			return err
+		}
+		defer stopLoop() // after e.wait: the units have left it
+	}
 	defer e.wait() // after cancel: every unit stopped
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -118,10 +126,34 @@ func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Lo
 	}
 }
 
+// startLoop makes the Loop of c's loop key and runs it for the units of
+// e; the returned function stops it once they have stopped.
+func startLoop(e *engine, c *runConfig, log *slog.Logger) (stop func(), err error) {
+	mode, _ := replica.ParseWaitMode(c.loop) // checked by the parser
+	l, err := replica.NewLoop(replica.LoopConfig{Wait: mode, Pin: replica.Pin{On: c.loopCPU >= 0, CPU: c.loopCPU}})
+	if err != nil {
+		return nil, &usageError{Err: fmt.Errorf("%s: key \"loop-cpu\": %w", c.file, err)}
+	}
+	e.loop, e.set.loop = l, l
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	log.Info("loop", "wait", c.loop, "cpu", c.loopCPU)
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			log.Error("loop", "err", err)
+		}
+	}, nil
+}
+
 // reload rereads file and applies it; a file that does not parse, or
 // whose tables are refused, leaves the running set as it was.
 func reload(ctx context.Context, e *engine, file string, old *runConfig, log *slog.Logger) *runConfig {
 	c, err := loadRunConfig(file)
+	if err == nil && (c.loop != old.loop || c.loopCPU != old.loopCPU) {
+		err = fmt.Errorf("%s: keys loop and loop-cpu take effect at the next start (loop %q, loop-cpu %d running)", file, old.loop, old.loopCPU)
+	}
 	if err == nil {
 		var ch change
 		if ch, err = e.apply(ctx, c); err == nil {

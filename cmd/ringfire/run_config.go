@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/ringfire/ringfire/replica"
 )
 
 // runConfig is a ringfire run file: process-wide keys at the top, then one
@@ -20,7 +22,13 @@ type runConfig struct {
 	file      string
 	metrics   string // top-level key metrics
 	logFormat string // top-level key log-format
-	tables    []tableSpec
+	// loop (top-level key loop, a wait mode; "": none) runs every serve
+	// and mirror on one replica.Loop, pinned to loopCPU (key loop-cpu;
+	// -1: not pinned).
+	loop       string
+	loopCPU    int
+	loopCPUSet int // the line of loop-cpu (0: absent)
+	tables     []tableSpec
 }
 
 // tableSpec is one [[serve]] or [[mirror]] table.
@@ -45,13 +53,19 @@ type keyValue struct {
 }
 
 // topKeys are the process-wide keys.
-var topKeys = []string{"metrics", "log-format"}
+var topKeys = []string{"metrics", "log-format", "loop", "loop-cpu"}
+
+// loopKeys are the table keys a loop key replaces: every unit then waits
+// and runs as the loop does.
+var loopKeys = map[string]bool{"wait": true, "spin": true, "cpu": true}
 
 // processWide are serve and mirror flags that ringfire run takes once, at
 // the top of the file, or not at all.
 var processWide = map[string]string{
 	"metrics":        "is process-wide: set it at the top of the file",
 	"log-format":     "is process-wide: set it at the top of the file",
+	"loop":           "is process-wide: set it at the top of the file",
+	"loop-cpu":       "is process-wide: set it at the top of the file",
 	"duration":       "is not a key of ringfire run (it runs until SIGTERM)",
 	"stats-interval": "is not a key of ringfire run (read the counters from the metrics endpoint)",
 	"json":           "is not a key of ringfire run (read the counters from the metrics endpoint)",
@@ -93,7 +107,7 @@ func (t *tableSpec) errorf(line int, key, format string, args ...any) error {
 
 // parseRunConfig parses data, the contents of file.
 func parseRunConfig(file string, data []byte) (*runConfig, error) {
-	c := &runConfig{file: file}
+	c := &runConfig{file: file, loopCPU: -1}
 	var p unstable.Parser
 	p.Reset(data)
 	var cur *tableSpec
@@ -146,6 +160,18 @@ func (c *runConfig) set(t *tableSpec, key string, line int, v *unstable.Node) er
 			c.metrics, err = str()
 		case "log-format":
 			c.logFormat, err = str()
+		case "loop":
+			if c.loop, err = str(); err == nil {
+				if _, perr := replica.ParseWaitMode(c.loop); perr != nil {
+					err = &configError{c.file, line, key, perr.Error()}
+				}
+			}
+		case "loop-cpu":
+			n, perr := strconv.Atoi(text)
+			if v.Kind != unstable.Integer || perr != nil || n < -1 {
+				return &configError{c.file, line, key, fmt.Sprintf("want a CPU number or -1, got %s %s", kindName(v.Kind), text)}
+			}
+			c.loopCPU, c.loopCPUSet = n, line
 		default:
 			return &configError{c.file, line, key, fmt.Sprintf("unknown key at the top of the file: want %s, or a [[serve]] or [[mirror]] table", strings.Join(topKeys, " or "))}
 		}
@@ -191,7 +217,30 @@ func (c *runConfig) check() error {
 		}
 		names[t.unit()] = t.line
 	}
+	if err := c.checkLoop(); err != nil {
+		return err
+	}
 	return c.checkPorts()
+}
+
+// checkLoop refuses loop-cpu without loop, and a table's own wait mode or
+// CPU when every table runs on the loop.
+func (c *runConfig) checkLoop() error {
+	if c.loop == "" {
+		if c.loopCPUSet > 0 {
+			return &configError{c.file, c.loopCPUSet, "loop-cpu", "pins the loop: set loop too"}
+		}
+		return nil
+	}
+	for i := range c.tables {
+		t := &c.tables[i]
+		for _, kv := range t.keys {
+			if loopKeys[kv.key] {
+				return t.errorf(kv.line, kv.key, "every table runs on the loop (key loop at the top): its wait mode and loop-cpu apply")
+			}
+		}
+	}
+	return nil
 }
 
 // checkPorts refuses two [[serve]] tables on one TCP address or one UDP

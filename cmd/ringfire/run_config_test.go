@@ -38,6 +38,11 @@ func TestRunConfigErrors(t *testing.T) {
 		{"same bind", "[[serve]]\nring = \"/dev/shm/a\"\n[[serve]]\nring = \"/dev/shm/b\"\n", `:3: key "bind": 0.0.0.0:7400 is another [[serve]]'s already (line 1)`},
 		{"empty", "# nothing\n", `the file has no [[serve]] or [[mirror]] table`},
 		{"log format", "log-format = \"xml\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `--log-format "xml"`},
+		{"loop mode", "loop = \"fast\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `:1: key "loop": idle: unknown wait mode "fast"`},
+		{"loop cpu type", "loop = \"yield\"\nloop-cpu = \"1\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `:2: key "loop-cpu": want a CPU number or -1, got a string 1`},
+		{"loop cpu alone", "loop-cpu = 1\n[[serve]]\nring = \"/dev/shm/a\"\n", `:1: key "loop-cpu": pins the loop: set loop too`},
+		{"wait with loop", "loop = \"yield\"\n[[mirror]]\nsource = \"h:1\"\nring = \"/dev/shm/a\"\nwait = \"spin\"\n", `:5: key "wait": every table runs on the loop`},
+		{"loop in a table", "[[serve]]\nring = \"/dev/shm/a\"\nloop = \"yield\"\n", `:3: key "loop": is process-wide`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(dir, strings.ReplaceAll(c.name, " ", "-")+".toml")

@@ -31,6 +31,9 @@ type engine struct {
 	hubs    map[string]*liveServer
 	running map[string]*runningUnit // by tableSpec.unit()
 	wg      sync.WaitGroup
+	// loop, when the file's loop key is set, runs every unit's sender and
+	// mirror loop (serveRunConfig runs it for the process's life).
+	loop *replica.Loop
 	// backoff is the first wait before a failed unit restarts; it doubles
 	// to maxBackoff.
 	backoff, maxBackoff time.Duration
@@ -113,10 +116,11 @@ func (u unit) discard() {
 func (e *engine) build(t *tableSpec, c *runConfig) (unit, error) {
 	log := e.log.With("unit", t.kind, "ring", t.name)
 	if t.kind == "serve" {
-		u, err := serveUnitOf(t, log)
+		u, err := serveUnitOf(t, log, c.loop)
 		if err != nil {
 			return unit{}, err
 		}
+		u.cfg.Loop = e.loop
 		u.live = e.hub(t.ring)
 		u.await = servedAndMirrored(c, t.ring)
 		return unit{serve: u}, nil
@@ -130,7 +134,7 @@ func (e *engine) build(t *tableSpec, c *runConfig) (unit, error) {
 			}
 		}
 	}
-	u, err := mirrorUnitOf(t, log, published)
+	u, err := mirrorUnitOf(t, log, published, c.loop, e.loop)
 	return unit{mirror: u}, err
 }
 

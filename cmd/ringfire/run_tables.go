@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/pelletier/go-toml/v2/unstable"
+
+	"github.com/ringfire/ringfire/replica"
 )
 
 // setFlags applies a table's keys to fs, the flag set of serve or mirror:
@@ -83,13 +85,23 @@ func newTableFlags(kind string) *flag.FlagSet {
 	return fs
 }
 
-// serveUnitOf builds the unit of a [[serve]] table.
-func serveUnitOf(t *tableSpec, log *slog.Logger) (*serveUnit, error) {
+// setLoopWait gives a table the loop's wait mode (checkLoop refused a
+// table's own): what depends on it (AF_XDP busy polling) follows the loop.
+func setLoopWait(fs *flag.FlagSet, loop string) {
+	if loop != "" {
+		fs.Set("wait", loop)
+	}
+}
+
+// serveUnitOf builds the unit of a [[serve]] table; loop, the file's loop
+// key, is its wait mode ("": the table's own).
+func serveUnitOf(t *tableSpec, log *slog.Logger, loop string) (*serveUnit, error) {
 	fs := newTableFlags("serve")
 	f := addServeFlags(fs)
 	if err := t.setFlags(fs); err != nil {
 		return nil, err
 	}
+	setLoopWait(fs, loop)
 	u, err := f.unit(t.ring, log)
 	if err != nil {
 		return nil, t.located(err)
@@ -98,13 +110,16 @@ func serveUnitOf(t *tableSpec, log *slog.Logger) (*serveUnit, error) {
 	return u, nil
 }
 
-// mirrorUnitOf builds the unit of a [[mirror]] table.
-func mirrorUnitOf(t *tableSpec, log *slog.Logger, published func(uint64)) (*mirrorUnit, error) {
+// mirrorUnitOf builds the unit of a [[mirror]] table; loop is the file's
+// loop key and l the engine's Loop (nil: the mirror's own thread).
+func mirrorUnitOf(t *tableSpec, log *slog.Logger, published func(uint64), loop string, l *replica.Loop) (*mirrorUnit, error) {
 	fs := newTableFlags("mirror")
 	f := addMirrorFlags(fs)
 	if err := t.setFlags(fs); err != nil {
 		return nil, err
 	}
+	setLoopWait(fs, loop)
+	f.loop = l
 	u, err := f.unit(t.source, t.ring, log, published)
 	if err != nil {
 		if strings.HasPrefix(err.Error(), "SOURCE ") {

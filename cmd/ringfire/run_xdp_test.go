@@ -13,9 +13,9 @@ import (
 
 // servesFile is the source side's file: rings served over AF_XDP on veth0,
 // unicast, multicast and blob (or, after the reload, extra for blob).
-func servesFile(p *netns.Pair, r *testRings, rings ...string) string {
+func servesFile(p *netns.Pair, r *testRings, loop string, rings ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "metrics = %q\n", p.AAddr.String()+":9464")
+	fmt.Fprintf(&b, "metrics = %q\n%s", p.AAddr.String()+":9464", loop)
 	for _, name := range rings {
 		i := indexOf(name)
 		fmt.Fprintf(&b, "\n[[serve]]\nring = %q\nbind = %q\nxdp = \"veth0\"\nrequire-xdp = true\niface = %q\n",
@@ -31,9 +31,9 @@ func servesFile(p *netns.Pair, r *testRings, rings ...string) string {
 
 // mirrorsFile is the mirror side's file: one mirror per ring, bind ports
 // as servesFile gave them.
-func mirrorsFile(p *netns.Pair, dir string, rings ...string) string {
+func mirrorsFile(p *netns.Pair, dir, loop string, rings ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "metrics = %q\nlog-format = \"text\"\n", p.BAddr.String()+":9464")
+	fmt.Fprintf(&b, "metrics = %q\nlog-format = \"text\"\n%s", p.BAddr.String()+":9464", loop)
 	for _, name := range rings {
 		i := indexOf(name)
 		fmt.Fprintf(&b, "\n[[mirror]]\nsource = %q\nring = %q\nfrom = \"oldest\"\nxdp = \"veth0\"\nrequire-xdp = true\niface = %q\nreconnect-ms = 100\n",
@@ -54,8 +54,15 @@ func mirrorsFile(p *netns.Pair, dir string, rings ...string) string {
 // NAK, no gap, no reconnection), the removed mirror saw its source close,
 // the new ring is mirrored. A changed table restarts alone. A file that no
 // longer parses is refused and changes nothing; SIGTERM stops both with
-// exit status 0.
+// exit status 0. All of it with every unit on its own threads, and with
+// every unit of a process on its one Loop (loop = "yield", the loop's
+// metrics showing it ran them).
 func TestRunManyRingsOverXDP(t *testing.T) {
+	t.Run("threads", func(t *testing.T) { runManyRingsOverXDP(t, "") })
+	t.Run("loop", func(t *testing.T) { runManyRingsOverXDP(t, "loop = \"yield\"\n") })
+}
+
+func runManyRingsOverXDP(t *testing.T, loop string) {
 	netns.Require(t)
 	p := netns.NewPair(t)
 	for _, ns := range []*netns.NS{p.A, p.B} {
@@ -64,8 +71,8 @@ func TestRunManyRingsOverXDP(t *testing.T) {
 	r := newTestRings(t, "uni", "multi", "extra")
 	dstDir := t.TempDir()
 	cfgA, cfgB := filepath.Join(t.TempDir(), "a.toml"), filepath.Join(t.TempDir(), "b.toml")
-	writeFile(t, cfgA, servesFile(p, r, "uni", "multi", "blob"))
-	writeFile(t, cfgB, mirrorsFile(p, dstDir, "uni", "multi", "blob"))
+	writeFile(t, cfgA, servesFile(p, r, loop, "uni", "multi", "blob"))
+	writeFile(t, cfgB, mirrorsFile(p, dstDir, loop, "uni", "multi", "blob"))
 	for _, n := range []string{"uni", "multi", "blob"} {
 		r.push(t, n, 3000)
 	}
@@ -111,6 +118,13 @@ func TestRunManyRingsOverXDP(t *testing.T) {
 			t.Errorf("serve %s: no datagrams over xdp: %v", n, mA)
 		}
 	}
+	if loop != "" {
+		for _, m := range []map[string]float64{mA, mB} {
+			if m["ringfire_loop_members"] != 3 || m["ringfire_loop_busy_turns_total"] == 0 {
+				t.Errorf("the loop does not run the three units: %v", m)
+			}
+		}
+	}
 	for _, rp := range []*runProc{a, b} {
 		if l := rp.logs(); strings.Contains(l, "falling back") || strings.Count(l, `msg="datagrams over AF_XDP"`) < 3 {
 			t.Fatalf("want AF_XDP for every ring and no fallback:\n%s", l)
@@ -126,13 +140,13 @@ func TestRunManyRingsOverXDP(t *testing.T) {
 	before := metricsIn(t, p.B, metB)
 	// The reload: extra added, blob removed, records coming all along.
 	r.push(t, "uni", 1000)
-	writeFile(t, cfgA, servesFile(p, r, "uni", "multi", "extra"))
+	writeFile(t, cfgA, servesFile(p, r, loop, "uni", "multi", "extra"))
 	a.cmd.Process.Signal(syscall.SIGHUP)
 	r.push(t, "multi", 1000)
 	a.waitLog(t, 1, "msg=reloaded")
 	wantContains(t, "the source's reload", a.logs(), "started=1 stopped=1 restarted=0 unchanged=2")
 	b.waitLog(t, 1, `msg="disconnected from the source" unit=mirror ring=blob`)
-	writeFile(t, cfgB, mirrorsFile(p, dstDir, "uni", "multi", "extra"))
+	writeFile(t, cfgB, mirrorsFile(p, dstDir, loop, "uni", "multi", "extra"))
 	b.cmd.Process.Signal(syscall.SIGHUP)
 	b.waitLog(t, 1, "msg=reloaded")
 	r.push(t, "extra", 500)
@@ -159,7 +173,7 @@ func TestRunManyRingsOverXDP(t *testing.T) {
 
 	// A changed table restarts alone: extra's serve sends every datagram
 	// twice now; uni and multi are not touched (one connection each).
-	writeFile(t, cfgA, strings.Replace(servesFile(p, r, "uni", "multi", "extra"), "udp = 7433\n", "udp = 7433\ndup = 2\n", 1))
+	writeFile(t, cfgA, strings.Replace(servesFile(p, r, loop, "uni", "multi", "extra"), "udp = 7433\n", "udp = 7433\ndup = 2\n", 1))
 	a.cmd.Process.Signal(syscall.SIGHUP)
 	a.waitLog(t, 2, "msg=reloaded")
 	wantContains(t, "the source's second reload", a.logs(), "started=0 stopped=0 restarted=1 unchanged=2")

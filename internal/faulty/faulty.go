@@ -151,3 +151,24 @@ func (t *Transport) flush(ms []replica.Message, out int) int {
 	}
 	return out
 }
+
+// Pollable is a Transport over a replica.Pollable transport, Pollable
+// itself: a loop that waits on the inner transport's descriptors then
+// receives through the faults. Nothing stays queued in the wrapper when
+// a receive returns nothing (held datagrams wait for later arrivals by
+// design), so a loop that sleeps after an empty receive misses nothing.
+type Pollable struct {
+	*Transport
+	p replica.Pollable
+}
+
+// WrapPollable wraps t, which must be a replica.Pollable.
+func WrapPollable(t replica.Transport, f Faults) *Pollable {
+	return &Pollable{Transport: Wrap(t, f), p: t.(replica.Pollable)}
+}
+
+// PollFDs are the inner transport's.
+func (t *Pollable) PollFDs() []int { return t.p.PollFDs() }
+
+// OnArrival is the inner transport's.
+func (t *Pollable) OnArrival(notify func()) { t.p.OnArrival(notify) }

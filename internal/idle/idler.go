@@ -32,7 +32,15 @@ type Idler struct {
 	since time.Time     // first fruitless poll since work (zero: working)
 	now   func() time.Time
 	st    Stats
+	// onSleep, when set (OnSleep), is called before each ppoll.
+	onSleep func(max time.Duration)
 }
+
+// OnSleep sets f to be called, on the loop's goroutine, each time Idle is
+// about to sleep, with the sleep's bound: a loop with work that no
+// descriptor shows (a ring's futex) arms its own watchers there, which
+// then wake it through the Waker.
+func (d *Idler) OnSleep(f func(max time.Duration)) { d.onSleep = f }
 
 // NewIdler makes the waiting state of a loop that polls fds (readable
 // means work) and is notified through w (nil: only fds and timeouts end a
@@ -108,6 +116,9 @@ func (d *Idler) sleep(max time.Duration) {
 	if max <= 0 {
 		d.st.Spins++
 		return
+	}
+	if d.onSleep != nil {
+		d.onSleep(max)
 	}
 	if d.w != nil {
 		d.w.parked.Store(1)

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/ringfire/ringfire/replica"
+)
+
+// loopCollector exports a ringfire run process's Loop (its file's loop
+// key): how many units it runs and how it turned and waited.
+type loopCollector struct {
+	l       *replica.Loop
+	metrics []loopMetric
+}
+
+type loopMetric struct {
+	d     *prometheus.Desc
+	t     prometheus.ValueType
+	value func(replica.LoopStats) float64
+}
+
+func newLoopCollector(l *replica.Loop) *loopCollector {
+	c := &loopCollector{l: l}
+	add := func(name, help string, t prometheus.ValueType, v func(replica.LoopStats) float64) {
+		c.metrics = append(c.metrics, loopMetric{prometheus.NewDesc("ringfire_loop_"+name, help, nil, nil), t, v})
+	}
+	g, k := prometheus.GaugeValue, prometheus.CounterValue
+	add("members", "Senders and mirror connections the loop runs now.", g, func(s replica.LoopStats) float64 { return float64(s.Members) })
+	add("turns_total", "Turns: every member polled once.", k, func(s replica.LoopStats) float64 { return float64(s.Turns) })
+	add("busy_turns_total", "Turns in which a member found work.", k, func(s replica.LoopStats) float64 { return float64(s.Busy) })
+	add("yields_total", "sched_yield calls between fruitless turns.", k, func(s replica.LoopStats) float64 { return float64(s.Wait.Yields) })
+	add("sleeps_total", "Sleeps (ppoll) after fruitless turns.", k, func(s replica.LoopStats) float64 { return float64(s.Wait.Sleeps) })
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *loopCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *loopCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.l.Stats()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st))
+	}
+}

@@ -1,0 +1,218 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/idle"
+)
+
+// ErrLoopRunning is returned by a second Run of a Loop.
+var ErrLoopRunning = errors.New("replica: loop already running")
+
+// LoopConfig configures a Loop.
+type LoopConfig struct {
+	// Wait is how the loop waits after a turn in which no member found
+	// work (default WaitAdaptive): the same modes, thresholds and
+	// descriptors as a single server's or mirror's loop.
+	Wait WaitMode
+	// Pin binds the loop's thread to a CPU.
+	Pin Pin
+}
+
+// LoopStats count what a Loop did.
+type LoopStats struct {
+	Members int    // servers and mirror connections in the loop now
+	Turns   uint64 // turns: every member polled once
+	Busy    uint64 // turns in which a member found work
+	Wait    idle.Stats
+}
+
+// A Loop is a duty cycle: one locked OS thread that runs the hot loops of
+// any number of Servers (their datagram senders) and Mirrors (their
+// receive loops), given it in ServerConfig.Loop and MirrorConfig.Loop, in
+// turns. Each turn polls every member once — a sender's ring and pending
+// frames, a mirror's TCP frames and transport — and only a turn in which
+// none found work waits, once, as LoopConfig.Wait says. A process with
+// many rings then has one polling thread instead of two per ring, so
+// polling threads do not outnumber the cores: what a media driver does
+// for all its streams.
+//
+// Who wakes a sleeping loop (Wait block, or adaptive's last phase): a
+// datagram for a mirror (its transport's descriptors, which the loop
+// polls in ppoll), a TCP frame or a shared AF_XDP socket's datagram (the
+// mirror's reader or transport notifies the loop's Waker), a record in a
+// served ring (the server's ring watcher, armed when the loop sleeps,
+// sleeps on the ring's futex and notifies the Waker: one wake-up more
+// than a server's own loop, in this phase only), a member added or
+// removed, and the end of Run's context.
+//
+// Run must run while the Loop has members: a member's Serve or Run does
+// not send or receive datagrams without it.
+type Loop struct {
+	cfg   LoopConfig
+	waker *idle.Waker
+	idler *idle.Idler // Run's goroutine only
+	// set is the members the loop turns through: a fresh slice on every
+	// change, stored by add and remove under mu, loaded by Run at every
+	// turn (under turnMu).
+	set atomic.Pointer[[]member]
+	mu  sync.Mutex
+	// turnMu is held by Run for each turn; remove takes it once after
+	// storing the new set, so that when remove returns no turn of the
+	// removed member is under way, nor will one be.
+	turnMu  sync.Mutex
+	running atomic.Bool
+	// sleeping is what Run arms before it sleeps: the members of the
+	// set it last turned through that watch something no descriptor
+	// shows (Run's goroutine only).
+	sleeping []member
+	turns    atomic.Uint64
+	busy     atomic.Uint64
+	wait     atomic.Pointer[idle.Stats] // the Idler's counts after each sleep
+}
+
+// waitStatsEvery is how many turns apart a loop that never sleeps (yield,
+// spin) refreshes the wait counts Stats reads; a sleep refreshes them too.
+const waitStatsEvery = 1024
+
+// member is a server's sender or a mirror connection's receive loop, run
+// by a Loop's thread.
+type member interface {
+	// turn polls once, without waiting, and reports whether it found
+	// work (then the loop turns again at once).
+	turn(now time.Time) bool
+	// due is the longest the loop may sleep for this member.
+	due(now time.Time) time.Duration
+	// fds are descriptors whose readability is work (nil: none).
+	fds() []int
+	// sleep is called before the loop sleeps for at most max (Run's
+	// goroutine).
+	sleep(max time.Duration)
+}
+
+// NewLoop makes a Loop; it polls nothing until Run.
+func NewLoop(cfg LoopConfig) (*Loop, error) {
+	if err := cfg.Pin.check(); err != nil {
+		return nil, err
+	}
+	w, err := idle.NewWaker()
+	if err != nil {
+		return nil, fmt.Errorf("replica: loop: %w", err)
+	}
+	l := &Loop{cfg: cfg, waker: w}
+	l.idler = idle.NewIdler(idle.Strategy{Mode: cfg.Wait}, w)
+	l.idler.OnSleep(l.armSleepers)
+	l.set.Store(new([]member))
+	l.wait.Store(new(idle.Stats))
+	return l, nil
+}
+
+// Stats returns the loop's counts (any goroutine).
+func (l *Loop) Stats() LoopStats {
+	return LoopStats{Members: len(*l.set.Load()), Turns: l.turns.Load(), Busy: l.busy.Load(), Wait: *l.wait.Load()}
+}
+
+// Run turns until ctx is done, on a locked OS thread (pinned with Pin). A
+// Loop runs once at a time: a second Run returns ErrLoopRunning.
+func (l *Loop) Run(ctx context.Context) error {
+	if !l.running.CompareAndSwap(false, true) {
+		return ErrLoopRunning
+	}
+	defer l.running.Store(false)
+	unlock, err := idle.LockThread(l.cfg.Pin.cpu())
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	defer context.AfterFunc(ctx, l.waker.Notify)()
+	var watched *[]member
+	for ctx.Err() == nil {
+		l.idler.Round()
+		l.turnMu.Lock()
+		set := l.set.Load()
+		if set != watched {
+			l.watch(*set)
+			watched = set
+		}
+		now := time.Now()
+		busy := false
+		for _, m := range *set {
+			if m.turn(now) {
+				busy = true
+			}
+		}
+		l.turns.Add(1)
+		if busy {
+			l.busy.Add(1)
+			l.idler.Busy()
+			l.turnMu.Unlock()
+			continue
+		}
+		d := idleBound
+		for _, m := range *set {
+			d = min(d, m.due(now))
+		}
+		l.turnMu.Unlock()
+		l.idler.Idle(max(d, time.Microsecond))
+		if l.turns.Load()%waitStatsEvery == 0 {
+			st := l.idler.Stats()
+			l.wait.Store(&st)
+		}
+	}
+	st := l.idler.Stats()
+	l.wait.Store(&st)
+	return nil
+}
+
+// watch points the Idler at the descriptors of set and remembers the
+// members to arm before a sleep.
+func (l *Loop) watch(set []member) {
+	var fds []int
+	l.sleeping = l.sleeping[:0]
+	for _, m := range set {
+		fds = append(fds, m.fds()...)
+		l.sleeping = append(l.sleeping, m)
+	}
+	l.idler.Watch(fds...)
+}
+
+// armSleepers is the Idler's OnSleep: every member prepares for the
+// loop's sleep (a server arms its ring watcher).
+func (l *Loop) armSleepers(max time.Duration) {
+	for _, m := range l.sleeping {
+		m.sleep(max)
+	}
+	st := l.idler.Stats()
+	l.wait.Store(&st)
+}
+
+// add puts m in the loop's set.
+func (l *Loop) add(m member) {
+	l.mu.Lock()
+	set := append(slices.Clone(*l.set.Load()), m)
+	l.set.Store(&set)
+	l.mu.Unlock()
+	l.waker.Notify()
+}
+
+// remove takes m out of the set and returns once no turn of it is under
+// way: from then on the loop's thread never touches m.
+func (l *Loop) remove(m member) {
+	l.mu.Lock()
+	set := slices.DeleteFunc(slices.Clone(*l.set.Load()), func(x member) bool { return x == m })
+	l.set.Store(&set)
+	l.mu.Unlock()
+	l.waker.Notify()
+	l.turnMu.Lock()
+	l.turnMu.Unlock()
+}
+
+// notify wakes the loop if it sleeps (a mirror's TCP reader, a shared
+// transport's arrival, a ring watcher).
+func (l *Loop) notify() { l.waker.Notify() }

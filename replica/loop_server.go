@@ -1,0 +1,151 @@
+package replica
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringfire/ringfire/shm"
+)
+
+// watchBound bounds one sleep of a ring watcher: the longest sleep of a
+// server's own loop (an idle heartbeat interval), and how long a stopping
+// server may wait for its watcher.
+const watchBound = udpHeartbeatIdle
+
+// serverMember is a server's sender run by a Loop: sendLoop's rounds, its
+// ring wait left to the loop (a turn) and, when the loop sleeps, to a
+// ring watcher.
+type serverMember struct {
+	s  *Server
+	sn *sender
+	// Run's goroutine (the loop's) only:
+	seen     uint64    // write_seq at the last turn: sessions woken up to it
+	target   uint64    // the sequence whose publication is the next work
+	deadline time.Time // the next round due without records (sender.deadline)
+	watch    *ringWatch
+	// done is closed by the turn that finds the server closed or its
+	// graceful stop's last datagram sent.
+	done   chan struct{}
+	closed bool // done is closed (loop's goroutine)
+}
+
+// loopSend is sendLoop's counterpart for a server in a Loop: the loop's
+// thread runs the rounds; this goroutine only joins and leaves the loop,
+// leaving when ctx ends, the server closes or a graceful stop has sent
+// its last datagram.
+func (s *Server) loopSend(ctx context.Context, sn *sender) {
+	l := s.cfg.Loop
+	m := &serverMember{s: s, sn: sn, seen: s.ring.WriteSeq(), done: make(chan struct{}),
+		watch: newRingWatch(s.ring, l.notify)}
+	m.target = m.seen + 1
+	go m.watch.run()
+	l.add(m)
+	select {
+	case <-ctx.Done():
+	case <-m.done:
+	}
+	l.remove(m)
+	m.watch.stop()
+}
+
+func (m *serverMember) turn(now time.Time) bool {
+	s := m.s
+	if m.closed {
+		return false
+	}
+	s.sendMu.Lock()
+	if s.stop.halted.Load() || s.closed.Load() {
+		s.sendMu.Unlock()
+		m.closed = true
+		close(m.done)
+		return false
+	}
+	if s.udp != nil {
+		m.target = m.sn.round(now)
+	} else {
+		m.target = s.ring.WriteSeq() + 1
+	}
+	m.deadline = m.sn.deadline()
+	s.sendMu.Unlock()
+	w := s.ring.WriteSeq()
+	if w != m.seen {
+		m.seen = w
+		s.wakeSessions()
+		s.wakeTelemetry()
+	}
+	// Work is there when the round left records to send (a full batch)
+	// or new ones came during it.
+	return w >= m.target
+}
+
+func (m *serverMember) due(now time.Time) time.Duration {
+	if m.closed {
+		return idleBound
+	}
+	return m.deadline.Sub(now)
+}
+
+func (m *serverMember) fds() []int { return nil }
+
+func (m *serverMember) sleep(max time.Duration) {
+	if !m.closed {
+		m.watch.arm(m.target, max)
+	}
+}
+
+// ringWatch sleeps on a served ring's futex while its Loop sleeps, and
+// notifies the loop when the ring reaches the target (or its sleep ran to
+// its bound). Armed by the loop's goroutine before each of its sleeps; it
+// then sleeps at most once (a publish that comes while the loop is busy
+// finds at most one sleeper to wake: the producer pays one FUTEX_WAKE per
+// sleep of the loop, not one per record).
+type ringWatch struct {
+	ring   *shm.Ring
+	notify func()
+	// target and bound are stored by arm (the loop's goroutine) before
+	// its send on armed, which publishes them to run.
+	target atomic.Uint64
+	bound  atomic.Int64
+	armed  chan struct{} // capacity 1: an arm never blocks
+	quit   chan struct{} // closed by stop
+	ended  chan struct{} // closed by run as it returns
+}
+
+func newRingWatch(r *shm.Ring, notify func()) *ringWatch {
+	return &ringWatch{ring: r, notify: notify, armed: make(chan struct{}, 1),
+		quit: make(chan struct{}), ended: make(chan struct{})}
+}
+
+// arm makes the watcher sleep until the ring reaches target, at most max
+// (and watchBound).
+func (w *ringWatch) arm(target uint64, max time.Duration) {
+	w.target.Store(target)
+	w.bound.Store(int64(min(max, watchBound)))
+	select {
+	case w.armed <- struct{}{}:
+	default: // armed already: it reads the newest target when it wakes
+	}
+}
+
+var watchWait = shm.FutexWait(0)
+
+func (w *ringWatch) run() {
+	defer close(w.ended)
+	for {
+		select {
+		case <-w.armed:
+		case <-w.quit:
+			return
+		}
+		w.ring.Await(w.target.Load(), watchWait, time.Duration(w.bound.Load()))
+		w.notify()
+	}
+}
+
+// stop ends the watcher and returns once it no longer touches the ring
+// (at most one sleep's bound).
+func (w *ringWatch) stop() {
+	close(w.quit)
+	<-w.ended
+}
