@@ -176,7 +176,11 @@ func (l *Loop) watch(set []member) {
 	var fds []int
 	l.sleeping = l.sleeping[:0]
 	for _, m := range set {
-		fds = append(fds, m.fds()...)
+		for _, fd := range m.fds() {
+			if !slices.Contains(fds, fd) { // an interface's AF_XDP sockets serve all its mirrors
+				fds = append(fds, fd)
+			}
+		}
 		l.sleeping = append(l.sleeping, m)
 	}
 	l.idler.Watch(fds...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -15,6 +16,7 @@ type rxState struct {
 	frames, bytes  counter
 	wakeups        counter
 	busyPolls      counter
+	lastBusyPoll   time.Time     // of the last busy-poll syscall (Config.BusyPollGap)
 	pollWakeups    atomic.Uint64 // by pollers, from any goroutine
 }
 
@@ -44,7 +46,7 @@ func (s *Socket) Receive(frames [][]byte) int {
 		s.Release()
 	}
 	n, idx := s.RX.Peek()
-	if n == 0 && s.cfg.BusyPoll > 0 {
+	if n == 0 && s.cfg.BusyPoll > 0 && s.busyPollDue() {
 		s.rx.busyPolls.add(1)
 		s.wakeRX()
 		n, idx = s.RX.Peek()
@@ -58,6 +60,20 @@ func (s *Socket) Receive(frames [][]byte) int {
 	s.rx.pending, s.rx.index = n, idx
 	s.rx.frames.add(uint64(n))
 	return int(n)
+}
+
+// busyPollDue reports whether an empty Receive makes a busy-poll syscall
+// now (Config.BusyPollGap).
+func (s *Socket) busyPollDue() bool {
+	if s.cfg.BusyPollGap <= 0 {
+		return true
+	}
+	now := time.Now()
+	if now.Sub(s.rx.lastBusyPoll) < s.cfg.BusyPollGap {
+		return false
+	}
+	s.rx.lastBusyPoll = now
+	return true
 }
 
 // Release gives the frames of the last Receive back to the kernel (through

@@ -55,8 +55,14 @@ type Config struct {
 	// BusyPoll enables SO_BUSY_POLL for this long per syscall, with
 	// SO_PREFER_BUSY_POLL and SO_BUSY_POLL_BUDGET where the kernel has them.
 	BusyPoll       time.Duration
-	BusyPollBudget int           // default 64
-	BindRetry      time.Duration // how long to retry a busy queue (default 1 s)
+	BusyPollBudget int // default 64
+	// BusyPollGap is the shortest time between two busy-poll syscalls of
+	// Receive on an empty RX ring (default 0: every such Receive makes
+	// one). Transports that share a socket among many receivers polled
+	// in turn set it: each of N would otherwise make its own syscall in
+	// every turn, for the one queue.
+	BusyPollGap time.Duration
+	BindRetry   time.Duration // how long to retry a busy queue (default 1 s)
 }
 
 // UMEMBytes is the memory a socket of c pins: 2 × RingSize frames of

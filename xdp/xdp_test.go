@@ -306,3 +306,30 @@ func TestBusyPollReceive(t *testing.T) {
 		t.Fatalf("received %d frames, want 4", len(got))
 	}
 }
+
+// With BusyPollGap, empty Receives closer together than the gap make one
+// busy-poll syscall between them; one after the gap makes another.
+func TestBusyPollGap(t *testing.T) {
+	const gap = 50 * time.Millisecond
+	r := newRig(t, xdp.Config{RingSize: 64, BusyPoll: 20 * time.Microsecond, BusyPollGap: gap})
+	frames := make([][]byte, 8)
+	start := time.Now()
+	for range 100 {
+		r.sock.Receive(frames)
+	}
+	st, err := r.sock.Stats()
+	if time.Since(start) < gap && (err != nil || st.BusyPolls != 1) { // a slower machine: the gap passed, no claim
+		t.Fatalf("100 empty Receives within the gap: stats %+v (%v), want one busy poll", st, err)
+	}
+	before := st.BusyPolls
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		r.sock.Receive(frames)
+		if st, _ = r.sock.Stats(); st.BusyPolls > before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no busy poll 10 s after the last (stats %+v)", st)
+		}
+		time.Sleep(time.Millisecond) // waits out the gap being tested, not a synchronization
+	}
+}

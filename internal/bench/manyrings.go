@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,12 +96,26 @@ func (h ringsHop) copies() []string {
 	return ps
 }
 
-// waitKey is a table's wait key for a bench wait name.
+// loopPrefix makes a bench wait name a loop's: "loop-yield" runs every
+// serve and mirror of a run process on its one Loop, waiting as yield.
+const loopPrefix = "loop-"
+
+// waitKey is a table's wait key for a bench wait name (none for a loop's:
+// loopKey sets the loop's).
 func waitKey(wait string) string {
-	if wait == "default" {
+	if wait == "default" || strings.HasPrefix(wait, loopPrefix) {
 		return ""
 	}
 	return fmt.Sprintf("wait = %q\n", wait)
+}
+
+// loopKey is the top-level loop key for a bench wait name ("" for one
+// that is not a loop's).
+func loopKey(wait string) string {
+	if m, ok := strings.CutPrefix(wait, loopPrefix); ok {
+		return fmt.Sprintf("loop = %q\n", m)
+	}
+	return ""
 }
 
 // serves writes h's [[serve]] tables.
@@ -124,6 +139,9 @@ func (h ringsHop) mirrors(b *strings.Builder) {
 func runFile(metrics netip.AddrPort, serves, mirrors []ringsHop) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# ringfire-bench, rings section\nmetrics = %q\n", metrics)
+	if hs := append(slices.Clip(serves), mirrors...); len(hs) > 0 {
+		b.WriteString(loopKey(hs[0].wait)) // one process, one wait name
+	}
 	for _, h := range serves {
 		h.serves(&b)
 	}

@@ -125,7 +125,8 @@ func checkRingsCPU(t *testing.T, cs []ProcCPU, roles ...string) {
 }
 
 // A run file names every ring with the keys of serve and mirror, the
-// wait mode's key unless "default".
+// wait mode's key unless "default", or a loop-X wait name's loop key at
+// the top.
 func TestRunFile(t *testing.T) {
 	h := ringsHop{prefix: "A", dir: "/dev/shm/x", src: netip.MustParseAddr("10.77.1.1"), dst: netip.MustParseAddr("10.77.1.2"),
 		ifname: "veth0", ports: portsA, wait: "yield", n: 2}
@@ -143,6 +144,11 @@ func TestRunFile(t *testing.T) {
 		"iface = \"10.77.1.2\"\nxdp = \"veth0\"\nrequire-xdp = true\nreconnect-ms = 50\n"
 	if !strings.Contains(got, want) || strings.Contains(got, "wait") || strings.Count(got, "[[mirror]]") != 2 {
 		t.Errorf("mirroring file:\n%s\nwant two mirrors, no wait key, and\n%s", got, want)
+	}
+	h.wait = "loop-yield"
+	got = runFile(netip.MustParseAddrPort("10.77.1.2:9470"), []ringsHop{h}, []ringsHop{h})
+	if !strings.Contains(got, "metrics = \"10.77.1.2:9470\"\nloop = \"yield\"\n") || strings.Contains(got, "wait") {
+		t.Errorf("a loop's file:\n%s\nwant the loop key at the top, no wait key", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package netpoll
 import (
 	"errors"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,6 +32,9 @@ type Poller struct {
 	woken func() bool
 	// check is built once: a wait allocates nothing.
 	check func() bool
+	// waiting is true while a goroutine is in WaitFor: stored by it
+	// (before its first check, and after its last), loaded by Wake.
+	waiting atomic.Bool
 	// arm's state, in the one waiter's goroutine; armFn is built once.
 	armFn  func(ep int)
 	op     int
@@ -72,7 +76,9 @@ func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error)
 		return false, p.closedOr(err)
 	}
 	p.woken = woken
+	p.waiting.Store(true)
 	ok, err := p.w.Wait(timeout, p.check)
+	p.waiting.Store(false)
 	p.arm(unix.EPOLL_CTL_DEL)
 	return ok, p.closedOr(err)
 }
@@ -106,8 +112,16 @@ func (p *Poller) closedOr(err error) error {
 	return err
 }
 
-// Wake makes the goroutine waiting in WaitFor check again.
-func (p *Poller) Wake() { p.w.Wake() }
+// Wake makes the goroutine waiting in WaitFor check again; without one it
+// costs an atomic load (a shared AF_XDP socket's drain wakes the other
+// transports' pollers for every datagram it hands them). Whoever makes
+// woken true does so before calling Wake, and WaitFor marks itself
+// waiting before its first check: one of the two sees the other.
+func (p *Poller) Wake() {
+	if p.waiting.Load() {
+		p.w.Wake()
+	}
+}
 
 // Close wakes the waiter with the closed error and closes the epoll
 // instance (not the sockets).
