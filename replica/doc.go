@@ -123,6 +123,31 @@
 // MirrorConfig.Events is called from the goroutine that calls Run,
 // Connect, Step or Close.
 //
+// # One loop for many rings (Loop)
+//
+// With ServerConfig.Loop and MirrorConfig.Loop, the hot loops above are
+// not threads of their own: one Loop thread turns through them all, a
+// sender's round and a mirror's step each turn, and waits once when no
+// member found work.
+//
+//	           ┌────────────── Loop.Run (one locked thread) ─────────────┐
+//	ring A ──▶ │ serverMember A: sender round ─▶ Transport.SendBatch      │
+//	ring B ──▶ │ serverMember B: sender round ─▶ Transport.SendBatch      │
+//	socket ──▶ │ mirrorMember C: step (TCP frames, RecvBatch(0), publish) │──▶ ring C'
+//	           │ none found work: idle.Idler.Idle (spin, sched_yield,     │
+//	           │ or ppoll on every mirror's descriptors and the Waker)    │
+//	           └──────────────────────────────────────────────────────────┘
+//
+// Who wakes a sleeping Loop: a datagram (a mirror's descriptor in its
+// ppoll); the Waker's eventfd, written by a mirror's TCP reader, a shared
+// AF_XDP socket's drain, an add or a remove, the end of Run's context,
+// and each server's ringWatch: a goroutine the Loop arms just before it
+// sleeps (idle.Idler.OnSleep), which sleeps on its ring's futex until the
+// sequence the sender waits for is published (the producer's FUTEX_WAKE),
+// notifies, and waits to be armed again. Serve's goroutine (loopSend) and
+// Run's (runInLoop) only add their member and remove it when they end;
+// remove returns once no turn of it is under way (Loop.turnMu).
+//
 // # Mirror telemetry (a negotiated extension)
 //
 // A mirror sets HelloTelemetry in HELLO; a source that takes telemetry

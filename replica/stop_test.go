@@ -86,6 +86,7 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 		loseTail bool // the mirror loses every DATA datagram from record 2 on
 		keyed    bool
 		v1       bool // a mirror without telemetry: no STATUS says it is done
+		loop     bool // the server and the mirror run on Loops
 	}{
 		{name: "unicast", mode: "unicast"},
 		{name: "multicast", mode: "multicast"},
@@ -94,6 +95,8 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 		{name: "multicast-tail-lost-v1", mode: "multicast", loseTail: true, v1: true},
 		{name: "unicast-keyed-tail-lost", mode: "unicast", loseTail: true, keyed: true},
 		{name: "tcp", mode: "tcp"},
+		{name: "unicast-tail-lost-loop", mode: "unicast", loseTail: true, loop: true},
+		{name: "tcp-loop", mode: "tcp", loop: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,6 +106,9 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 			mcfg.From, mcfg.NoTelemetry = fromOldest, tc.v1
 			if tc.keyed {
 				scfg.Key, mcfg.Key = testKey(t, 1), testKey(t, 1)
+			}
+			if tc.loop {
+				scfg.Loop, mcfg.Loop = runLoop(t, p.A, replica.WaitAdaptive), runLoop(t, p.B, replica.WaitAdaptive)
 			}
 			var faults *faulty.Faults
 			if tc.loseTail {
