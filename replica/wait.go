@@ -15,8 +15,8 @@ import (
 // Mirror (its receive loop) waits when a poll found nothing. Each hot loop
 // runs on a locked OS thread of its own (pinned with Pin):
 //
-//	WaitAdaptive  the default: spin briefly (20 µs), then yield with
-//	              sched_yield (200 µs), then block
+//	WaitAdaptive  the default: yield with sched_yield (200 µs), then
+//	              block (no spin phase: see idle.DefaultSpinFor)
 //	WaitBlock     sleep in the kernel: the sender on the ring's futex, the
 //	              mirror in ppoll(2) on its transport's descriptors and on
 //	              an eventfd its TCP reader writes when it queues a frame
@@ -70,10 +70,11 @@ func (p Pin) cpu() int {
 	return p.CPU
 }
 
-// Sender ring waits, in polls of write_seq: Adaptive's spin and yield
-// phases take a few microseconds and about a hundred, as the mirror's do.
+// Sender ring waits, in polls of write_seq: Adaptive's yield phase takes
+// about a hundred microseconds, as the mirror's does, and it does not
+// spin, for the same reason (idle.DefaultSpinFor).
 const (
-	senderSpins  = 2000
+	senderSpins  = 0
 	senderYields = 200
 )
 

@@ -10,7 +10,7 @@
 //	Block     sleep in the kernel in ppoll(2) on the loop's descriptors
 //	          (sockets, AF_XDP rings) and its Waker's eventfd: one wake-up,
 //	          no Go netpoller hand-off, no CPU while idle
-//	Adaptive  Spin for SpinFor after the last work, then Yield until
+//	Adaptive  Spin for SpinFor (none by default) after the last work, then Yield until
 //	          YieldFor, then Block (the default)
 //
 // Who wakes whom:
