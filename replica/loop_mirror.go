@@ -5,12 +5,21 @@ import (
 	"time"
 )
 
+// loopSteps bounds the steps of one mirror, and the rounds of one sender,
+// in a turn of a Loop: under load a member keeps up with its queue (a
+// mirror between two turns waits for every other member), and no member
+// holds the loop for long.
+const loopSteps = 4
+
 // mirrorMember is one connection of a mirror, stepped by a Loop: Run's
 // idleRound without its wait, which the loop does for all its members.
 type mirrorMember struct {
 	m      *Mirror
 	c      *conn
 	pollFD []int
+	peek   Peeker    // the transport, when it is one (nil: step every turn)
+	quiet  bool      // the connection has no transport: only TCP frames
+	next   time.Time // the next NAK repeat, punch or STATUS due (loop's goroutine)
 	// failed receives the error that ended the connection (once); the
 	// member steps no more after it (err, the loop's goroutine).
 	failed chan error
@@ -25,6 +34,8 @@ func (m *Mirror) runInLoop(ctx context.Context, c *conn) error {
 	if p, ok := c.udp.(Pollable); ok && c.udp != nil {
 		mm.pollFD = p.PollFDs()
 	}
+	mm.peek, _ = c.udp.(Peeker)
+	mm.quiet = c.udp == nil
 	l := m.cfg.Loop
 	l.add(mm)
 	var err error
@@ -45,12 +56,23 @@ func (mm *mirrorMember) turn(now time.Time) bool {
 		return false
 	}
 	m := mm.m
-	n, err := m.step(0)
-	if err != nil {
-		mm.err = err
-		mm.failed <- err
+	if mm.idle(now) {
 		return false
 	}
+	n := 0
+	for range loopSteps { // a full step may have left more queued
+		k, err := m.step(0)
+		n += k
+		if err != nil {
+			mm.err = err
+			mm.failed <- err
+			return false
+		}
+		if k < stepLimit {
+			break
+		}
+	}
+	mm.next = now.Add(m.nextDue(mm.c, now)) // the step may have made a NAK due
 	if n > 0 {
 		m.dirty = true
 		return true
@@ -58,6 +80,23 @@ func (mm *mirrorMember) turn(now time.Time) bool {
 	if m.dirty { // the burst is over: make its counters visible before the loop sleeps
 		m.publishStats(now)
 		m.dirty = false
+	}
+	return false
+}
+
+// idle reports whether a step now would find nothing: no TCP frame or
+// reader error queued, a transport that says nothing is pending (or
+// none), and nothing due before mm.next.
+func (mm *mirrorMember) idle(now time.Time) bool {
+	c := mm.c
+	if len(c.frames) > 0 || len(c.errc) > 0 || !now.Before(mm.next) {
+		return false
+	}
+	switch {
+	case mm.quiet:
+		return true
+	case mm.peek != nil:
+		return !mm.peek.Pending()
 	}
 	return false
 }

@@ -54,6 +54,10 @@ func (m *serverMember) turn(now time.Time) bool {
 	if m.closed {
 		return false
 	}
+	// Nothing to send, nobody to wake and no heartbeat due: a few loads.
+	if s.ring.WriteSeq() < m.target && now.Before(m.deadline) && !s.stop.halted.Load() && !s.closed.Load() {
+		return false
+	}
 	s.sendMu.Lock()
 	if s.stop.halted.Load() || s.closed.Load() {
 		s.sendMu.Unlock()
@@ -63,6 +67,9 @@ func (m *serverMember) turn(now time.Time) bool {
 	}
 	if s.udp != nil {
 		m.target = m.sn.round(now)
+		for i := 1; i < loopSteps && s.ring.WriteSeq() >= m.target; i++ {
+			m.target = m.sn.round(now) // a full batch went out: more is there
+		}
 	} else {
 		m.target = s.ring.WriteSeq() + 1
 	}

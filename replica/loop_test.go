@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/faulty"
 	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/replica/wire"
 )
@@ -82,12 +84,9 @@ func loopsReplicate(t *testing.T, wm replica.WaitMode, modes []string) {
 		mr.connected()
 		srcs, mrs = append(srcs, src), append(mrs, mr)
 	}
-	if got := mirLoop.Stats().Members; got != len(modes) {
-		t.Fatalf("mirror loop has %d members, want %d (one per connected mirror)", got, len(modes))
-	}
-	if got := srcLoop.Stats().Members; got != len(modes) {
-		t.Fatalf("server loop has %d members, want %d", got, len(modes))
-	}
+	testenv.Until(t, 10*time.Second, "every connected mirror in the mirror loop", func() bool { return mirLoop.Stats().Members == len(modes) })
+	// Each Serve's sender joins its loop on a goroutine of its own.
+	testenv.Until(t, 10*time.Second, "every sender in the server loop", func() bool { return srcLoop.Stats().Members == len(modes) })
 	for range 60 {
 		for _, src := range srcs {
 			src.push(50)
@@ -114,4 +113,50 @@ func loopsReplicate(t *testing.T, wm replica.WaitMode, modes []string) {
 			t.Errorf("block mode: the mirror loop never slept (%+v)", st)
 		}
 	}
+}
+
+// countingPeeker counts the receives of a Pollable, Peeker transport.
+type countingPeeker struct {
+	replica.Transport
+	recvs atomic.Uint64
+}
+
+func (c *countingPeeker) RecvBatch(ms []replica.Message, wait time.Duration) (int, error) {
+	c.recvs.Add(1)
+	return c.Transport.RecvBatch(ms, wait)
+}
+func (c *countingPeeker) PollFDs() []int          { return c.Transport.(replica.Pollable).PollFDs() }
+func (c *countingPeeker) OnArrival(notify func()) { c.Transport.(replica.Pollable).OnArrival(notify) }
+func (c *countingPeeker) Pending() bool           { return c.Transport.(replica.Peeker).Pending() }
+
+// An idle mirror on a yielding Loop costs no receive per turn: over
+// thousands of turns with nothing arriving, its AF_XDP transport (a
+// Peeker) is asked to receive only when something is due (punch, STATUS);
+// a record pushed then still arrives at once.
+func TestLoopSkipsIdleMirror(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	mirLoop := runLoop(t, p.B, replica.WaitYield)
+	src := newSource(t, p.A, p.AAddr, 1<<10)
+	scfg, mcfg := dirConfigs("xdp-unicast", 0)
+	src.serve(scfg)
+	mcfg.Loop = mirLoop
+	var tr *countingPeeker
+	mcfg.NewTransport = wrapTransport(mcfg.NewTransport, func(in replica.Transport) replica.Transport {
+		tr = &countingPeeker{Transport: in}
+		return tr
+	})
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	mr.connected()
+	src.push(1)
+	mr.waitFor(1, 10*time.Second)
+	turns, recvs := mirLoop.Stats().Turns, tr.recvs.Load()
+	testenv.Until(t, 20*time.Second, "20,000 idle turns", func() bool { return mirLoop.Stats().Turns >= turns+20000 })
+	idleTurns, idleRecvs := mirLoop.Stats().Turns-turns, tr.recvs.Load()-recvs
+	t.Logf("%d idle turns, %d receives", idleTurns, idleRecvs)
+	if idleRecvs*100 > idleTurns {
+		t.Fatalf("%d receives in %d idle turns: the idle mirror was stepped", idleRecvs, idleTurns)
+	}
+	src.push(1)
+	mr.waitFor(2, 10*time.Second)
 }

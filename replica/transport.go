@@ -52,6 +52,16 @@ type Pollable interface {
 	OnArrival(notify func())
 }
 
+// Peeker is a Transport that tells, without a system call, whether
+// RecvBatch(ms, 0) may have anything to do (datagrams, or a busy-poll
+// syscall due). A Loop skips the step of a mirror whose transport says no,
+// that has no TCP frame queued and nothing due: an idle member then costs
+// the loop a few loads, not a receive. Kernel UDP is not one (only a
+// system call can tell).
+type Peeker interface {
+	Pending() bool
+}
+
 // TransportName names a transport in the statistics: "udp" for kernel UDP,
 // or what the transport's Name method returns ("xdp", "afpacket").
 func TransportName(t Transport) string {

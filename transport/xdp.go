@@ -111,6 +111,21 @@ func (x *XDP) PollFDs() []int {
 	return fds
 }
 
+// Pending reports whether RecvBatch(ms, 0) may have anything to do: a
+// datagram in the inbox, frames on a shared socket, or a busy-poll
+// syscall due (see replica.Peeker).
+func (x *XDP) Pending() bool {
+	if x.in.pending.Load() > 0 {
+		return true
+	}
+	for _, s := range x.f.socks {
+		if s.Pending() {
+			return true
+		}
+	}
+	return false
+}
+
 // OnArrival sets what is called after another transport of the interface
 // drained a datagram for this one into its inbox (see replica.Pollable).
 func (x *XDP) OnArrival(notify func()) {
@@ -147,4 +162,5 @@ func (x *XDP) Close() error {
 var (
 	_ replica.Transport = (*XDP)(nil)
 	_ replica.Pollable  = (*XDP)(nil)
+	_ replica.Peeker    = (*XDP)(nil)
 )

@@ -16,7 +16,10 @@ type rxState struct {
 	frames, bytes  counter
 	wakeups        counter
 	busyPolls      counter
-	lastBusyPoll   time.Time     // of the last busy-poll syscall (Config.BusyPollGap)
+	// lastBusyPoll is when the last busy-poll syscall was made (monotonic
+	// ns since busyPollEpoch): stored by Receive, loaded by Pending from
+	// any goroutine.
+	lastBusyPoll atomic.Int64
 	pollWakeups    atomic.Uint64 // by pollers, from any goroutine
 }
 
@@ -46,7 +49,7 @@ func (s *Socket) Receive(frames [][]byte) int {
 		s.Release()
 	}
 	n, idx := s.RX.Peek()
-	if n == 0 && s.cfg.BusyPoll > 0 && s.busyPollDue() {
+	if n == 0 && s.busyPollDue(true) {
 		s.rx.busyPolls.add(1)
 		s.wakeRX()
 		n, idx = s.RX.Peek()
@@ -62,19 +65,32 @@ func (s *Socket) Receive(frames [][]byte) int {
 	return int(n)
 }
 
+// busyPollEpoch is the origin of rxState.lastBusyPoll.
+var busyPollEpoch = time.Now()
+
 // busyPollDue reports whether an empty Receive makes a busy-poll syscall
-// now (Config.BusyPollGap).
-func (s *Socket) busyPollDue() bool {
+// now (Config.BusyPollGap); take records that it does.
+func (s *Socket) busyPollDue(take bool) bool {
+	if s.cfg.BusyPoll <= 0 {
+		return false
+	}
 	if s.cfg.BusyPollGap <= 0 {
 		return true
 	}
-	now := time.Now()
-	if now.Sub(s.rx.lastBusyPoll) < s.cfg.BusyPollGap {
+	now := int64(time.Since(busyPollEpoch))
+	if now-s.rx.lastBusyPoll.Load() < int64(s.cfg.BusyPollGap) {
 		return false
 	}
-	s.rx.lastBusyPoll = now
+	if take {
+		s.rx.lastBusyPoll.Store(now)
+	}
 	return true
 }
+
+// Pending reports, without a system call and from any goroutine, whether
+// a Receive would have something to do: frames in the RX ring, or a
+// busy-poll syscall due (Config.BusyPoll).
+func (s *Socket) Pending() bool { return s.Readable() || s.busyPollDue(false) }
 
 // Release gives the frames of the last Receive back to the kernel (through
 // the fill ring) and wakes the kernel if it asks for it.
