@@ -20,7 +20,7 @@ type rxState struct {
 	// ns since busyPollEpoch): stored by Receive, loaded by Pending from
 	// any goroutine.
 	lastBusyPoll atomic.Int64
-	pollWakeups    atomic.Uint64 // by pollers, from any goroutine
+	pollWakeups  atomic.Uint64 // by pollers, from any goroutine
 }
 
 // counter has one writer and any number of readers (Stats).
