@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")
 	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
 	fs.StringVar(&f.rings, "rings", joinInts(bench.DefaultRings), "rings: ring `counts` served and mirrored by one ringfire run per side (one ring alone is always measured)")
-	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(bench.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X)")
+	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(bench.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
 	fs.StringVar(&f.out, "out", "", "write bench.json, bench.md and the SVG charts into `dir`")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")

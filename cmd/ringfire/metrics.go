@@ -65,8 +65,8 @@ func startMetrics(ctx context.Context, addr string, set *unitSet, log *slog.Logg
 func metricsHandler(set *unitSet) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(set))
-	if set.loop != nil {
-		reg.MustRegister(newLoopCollector(set.loop))
+	if len(set.loops) > 0 {
+		reg.MustRegister(newLoopCollector(set.loops))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))

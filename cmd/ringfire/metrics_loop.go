@@ -1,14 +1,17 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/ringfire/ringfire/replica"
 )
 
-// loopCollector exports a ringfire run process's Loop (its file's loop
-// key): how many units it runs and how it turned and waited.
+// loopCollector exports a ringfire run process's Loops (its file's loop
+// keys), labelled loop="0".."N-1": how many units each runs and how it
+// turned and waited.
 type loopCollector struct {
-	l       *replica.Loop
+	loops   []*replica.Loop
 	metrics []loopMetric
 }
 
@@ -18,10 +21,10 @@ type loopMetric struct {
 	value func(replica.LoopStats) float64
 }
 
-func newLoopCollector(l *replica.Loop) *loopCollector {
-	c := &loopCollector{l: l}
+func newLoopCollector(loops []*replica.Loop) *loopCollector {
+	c := &loopCollector{loops: loops}
 	add := func(name, help string, t prometheus.ValueType, v func(replica.LoopStats) float64) {
-		c.metrics = append(c.metrics, loopMetric{prometheus.NewDesc("ringfire_loop_"+name, help, nil, nil), t, v})
+		c.metrics = append(c.metrics, loopMetric{prometheus.NewDesc("ringfire_loop_"+name, help, []string{"loop"}, nil), t, v})
 	}
 	g, k := prometheus.GaugeValue, prometheus.CounterValue
 	add("members", "Senders and mirror connections the loop runs now.", g, func(s replica.LoopStats) float64 { return float64(s.Members) })
@@ -41,8 +44,10 @@ func (c *loopCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *loopCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.l.Stats()
-	for _, m := range c.metrics {
-		ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st))
+	for i, l := range c.loops {
+		st, label := l.Stats(), strconv.Itoa(i)
+		for _, m := range c.metrics {
+			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(st), label)
+		}
 	}
 }

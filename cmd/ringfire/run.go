@@ -86,7 +86,7 @@ func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Lo
 	defer cancel()
 	e := newEngine(log)
 	if c.loop != "" {
-		stopLoop, err := startLoop(e, c, log)
+		stopLoop, err := startLoops(e, c, log)
 		if err != nil {
 			return err
 		}
@@ -126,33 +126,43 @@ func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Lo
 	}
 }
 
-// startLoop makes the Loop of c's loop key and runs it for the units of
-// e; the returned function stops it once they have stopped.
-func startLoop(e *engine, c *runConfig, log *slog.Logger) (stop func(), err error) {
+// startLoops makes the Loops of c's loop keys and runs them for the units
+// of e; the returned function stops them once the units have stopped.
+func startLoops(e *engine, c *runConfig, log *slog.Logger) (stop func(), err error) {
 	mode, _ := replica.ParseWaitMode(c.loop) // checked by the parser
-	l, err := replica.NewLoop(replica.LoopConfig{Wait: mode, Pin: replica.Pin{On: c.loopCPU >= 0, CPU: c.loopCPU}})
-	if err != nil {
-		return nil, &usageError{Err: fmt.Errorf("%s: key \"loop-cpu\": %w", c.file, err)}
-	}
-	e.loop, e.set.loop = l, l
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	log.Info("loop", "wait", c.loop, "cpu", c.loopCPU)
-	return func() {
+	var done []chan error
+	stop = func() {
 		cancel()
-		if err := <-done; err != nil {
-			log.Error("loop", "err", err)
+		for _, d := range done {
+			if err := <-d; err != nil {
+				log.Error("loop", "err", err)
+			}
 		}
-	}, nil
+	}
+	for i := range c.loops {
+		pin := replica.Pin{On: c.loopCPU >= 0, CPU: c.loopCPU + i}
+		l, err := replica.NewLoop(replica.LoopConfig{Wait: mode, Pin: pin})
+		if err != nil {
+			stop()
+			return nil, &usageError{Err: fmt.Errorf("%s: key \"loop-cpu\": loop %d: %w", c.file, i, err)}
+		}
+		e.loops = append(e.loops, l)
+		d := make(chan error, 1)
+		done = append(done, d)
+		go func() { d <- l.Run(ctx) }()
+	}
+	e.set.loops = e.loops
+	log.Info("loop", "wait", c.loop, "loops", c.loops, "cpu", c.loopCPU)
+	return stop, nil
 }
 
 // reload rereads file and applies it; a file that does not parse, or
 // whose tables are refused, leaves the running set as it was.
 func reload(ctx context.Context, e *engine, file string, old *runConfig, log *slog.Logger) *runConfig {
 	c, err := loadRunConfig(file)
-	if err == nil && (c.loop != old.loop || c.loopCPU != old.loopCPU) {
-		err = fmt.Errorf("%s: keys loop and loop-cpu take effect at the next start (loop %q, loop-cpu %d running)", file, old.loop, old.loopCPU)
+	if err == nil && (c.loop != old.loop || c.loopCPU != old.loopCPU || c.loops != old.loops) {
+		err = fmt.Errorf("%s: keys loop, loops and loop-cpu take effect at the next start (loop %q, loops %d, loop-cpu %d running)", file, old.loop, old.loops, old.loopCPU)
 	}
 	if err == nil {
 		var ch change

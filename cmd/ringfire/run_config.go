@@ -28,7 +28,11 @@ type runConfig struct {
 	loop       string
 	loopCPU    int
 	loopCPUSet int // the line of loop-cpu (0: absent)
-	tables     []tableSpec
+	// loops (key loops, default 1) is how many Loops share the units,
+	// each unit on one of them; loop i is pinned to loopCPU + i.
+	loops    int
+	loopsSet int // the line of loops (0: absent)
+	tables   []tableSpec
 }
 
 // tableSpec is one [[serve]] or [[mirror]] table.
@@ -53,7 +57,10 @@ type keyValue struct {
 }
 
 // topKeys are the process-wide keys.
-var topKeys = []string{"metrics", "log-format", "loop", "loop-cpu"}
+var topKeys = []string{"metrics", "log-format", "loop", "loops", "loop-cpu"}
+
+// maxLoops bounds the loops key: a loop is a polling thread.
+const maxLoops = 64
 
 // loopKeys are the table keys a loop key replaces: every unit then waits
 // and runs as the loop does.
@@ -66,6 +73,7 @@ var processWide = map[string]string{
 	"log-format":     "is process-wide: set it at the top of the file",
 	"loop":           "is process-wide: set it at the top of the file",
 	"loop-cpu":       "is process-wide: set it at the top of the file",
+	"loops":          "is process-wide: set it at the top of the file",
 	"duration":       "is not a key of ringfire run (it runs until SIGTERM)",
 	"stats-interval": "is not a key of ringfire run (read the counters from the metrics endpoint)",
 	"json":           "is not a key of ringfire run (read the counters from the metrics endpoint)",
@@ -107,7 +115,7 @@ func (t *tableSpec) errorf(line int, key, format string, args ...any) error {
 
 // parseRunConfig parses data, the contents of file.
 func parseRunConfig(file string, data []byte) (*runConfig, error) {
-	c := &runConfig{file: file, loopCPU: -1}
+	c := &runConfig{file: file, loopCPU: -1, loops: 1}
 	var p unstable.Parser
 	p.Reset(data)
 	var cur *tableSpec
@@ -172,6 +180,12 @@ func (c *runConfig) set(t *tableSpec, key string, line int, v *unstable.Node) er
 				return &configError{c.file, line, key, fmt.Sprintf("want a CPU number or -1, got %s %s", kindName(v.Kind), text)}
 			}
 			c.loopCPU, c.loopCPUSet = n, line
+		case "loops":
+			n, perr := strconv.Atoi(text)
+			if v.Kind != unstable.Integer || perr != nil || n < 1 || n > maxLoops {
+				return &configError{c.file, line, key, fmt.Sprintf("want 1 to %d loops, got %s %s", maxLoops, kindName(v.Kind), text)}
+			}
+			c.loops, c.loopsSet = n, line
 		default:
 			return &configError{c.file, line, key, fmt.Sprintf("unknown key at the top of the file: want %s, or a [[serve]] or [[mirror]] table", strings.Join(topKeys, " or "))}
 		}
@@ -229,6 +243,9 @@ func (c *runConfig) checkLoop() error {
 	if c.loop == "" {
 		if c.loopCPUSet > 0 {
 			return &configError{c.file, c.loopCPUSet, "loop-cpu", "pins the loop: set loop too"}
+		}
+		if c.loopsSet > 0 {
+			return &configError{c.file, c.loopsSet, "loops", "counts loops: set loop too"}
 		}
 		return nil
 	}

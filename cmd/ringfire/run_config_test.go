@@ -42,6 +42,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{"loop cpu type", "loop = \"yield\"\nloop-cpu = \"1\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `:2: key "loop-cpu": want a CPU number or -1, got a string 1`},
 		{"loop cpu alone", "loop-cpu = 1\n[[serve]]\nring = \"/dev/shm/a\"\n", `:1: key "loop-cpu": pins the loop: set loop too`},
 		{"wait with loop", "loop = \"yield\"\n[[mirror]]\nsource = \"h:1\"\nring = \"/dev/shm/a\"\nwait = \"spin\"\n", `:5: key "wait": every table runs on the loop`},
+		{"loops alone", "loops = 2\n[[serve]]\nring = \"/dev/shm/a\"\n", `:1: key "loops": counts loops: set loop too`},
+		{"loops range", "loop = \"yield\"\nloops = 0\n[[serve]]\nring = \"/dev/shm/a\"\n", `:2: key "loops": want 1 to 64 loops, got an integer 0`},
 		{"loop in a table", "[[serve]]\nring = \"/dev/shm/a\"\nloop = \"yield\"\n", `:3: key "loop": is process-wide`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

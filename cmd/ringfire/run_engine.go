@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"time"
@@ -31,9 +32,10 @@ type engine struct {
 	hubs    map[string]*liveServer
 	running map[string]*runningUnit // by tableSpec.unit()
 	wg      sync.WaitGroup
-	// loop, when the file's loop key is set, runs every unit's sender and
-	// mirror loop (serveRunConfig runs it for the process's life).
-	loop *replica.Loop
+	// loops, when the file's loop key is set, run the units' senders and
+	// mirror loops, each unit on one of them (loopFor); serveRunConfig
+	// runs them for the process's life.
+	loops []*replica.Loop
 	// backoff is the first wait before a failed unit restarts; it doubles
 	// to maxBackoff.
 	backoff, maxBackoff time.Duration
@@ -120,7 +122,7 @@ func (e *engine) build(t *tableSpec, c *runConfig) (unit, error) {
 		if err != nil {
 			return unit{}, err
 		}
-		u.cfg.Loop = e.loop
+		u.cfg.Loop = e.loopFor(t)
 		u.live = e.hub(t.ring)
 		u.await = servedAndMirrored(c, t.ring)
 		return unit{serve: u}, nil
@@ -134,8 +136,20 @@ func (e *engine) build(t *tableSpec, c *runConfig) (unit, error) {
 			}
 		}
 	}
-	u, err := mirrorUnitOf(t, log, published, c.loop, e.loop)
+	u, err := mirrorUnitOf(t, log, published, c.loop, e.loopFor(t))
 	return unit{mirror: u}, err
+}
+
+// loopFor is the loop of t's unit (nil: none): the same for the unit
+// across reloads, by a hash of its key, so that a kept unit stays where
+// it runs.
+func (e *engine) loopFor(t *tableSpec) *replica.Loop {
+	if len(e.loops) == 0 {
+		return nil
+	}
+	h := fnv.New32a()
+	h.Write([]byte(t.unit()))
+	return e.loops[h.Sum32()%uint32(len(e.loops))]
 }
 
 func servedAndMirrored(c *runConfig, ring string) bool {

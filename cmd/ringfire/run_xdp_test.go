@@ -55,11 +55,11 @@ func mirrorsFile(p *netns.Pair, dir, loop string, rings ...string) string {
 // the new ring is mirrored. A changed table restarts alone. A file that no
 // longer parses is refused and changes nothing; SIGTERM stops both with
 // exit status 0. All of it with every unit on its own threads, and with
-// every unit of a process on its one Loop (loop = "yield", the loop's
-// metrics showing it ran them).
+// the units of a process on two Loops (loop = "yield", loops = 2, the
+// loops' metrics showing they ran them).
 func TestRunManyRingsOverXDP(t *testing.T) {
 	t.Run("threads", func(t *testing.T) { runManyRingsOverXDP(t, "") })
-	t.Run("loop", func(t *testing.T) { runManyRingsOverXDP(t, "loop = \"yield\"\n") })
+	t.Run("loops", func(t *testing.T) { runManyRingsOverXDP(t, "loop = \"yield\"\nloops = 2\n") })
 }
 
 func runManyRingsOverXDP(t *testing.T, loop string) {
@@ -120,8 +120,10 @@ func runManyRingsOverXDP(t *testing.T, loop string) {
 	}
 	if loop != "" {
 		for _, m := range []map[string]float64{mA, mB} {
-			if m["ringfire_loop_members"] != 3 || m["ringfire_loop_busy_turns_total"] == 0 {
-				t.Errorf("the loop does not run the three units: %v", m)
+			members := m[`ringfire_loop_members{loop="0"}`] + m[`ringfire_loop_members{loop="1"}`]
+			busy := m[`ringfire_loop_busy_turns_total{loop="0"}`] + m[`ringfire_loop_busy_turns_total{loop="1"}`]
+			if members != 3 || busy == 0 {
+				t.Errorf("the two loops do not run the three units: %v", m)
 			}
 		}
 	}

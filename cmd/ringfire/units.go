@@ -16,7 +16,7 @@ import (
 // rings and the mirrors, by name. serve and mirror hold one unit; run
 // changes the set on reload and records the units that failed.
 type unitSet struct {
-	loop    *replica.Loop // the file's loop (nil: none); set before the metrics start
+	loops   []*replica.Loop // the file's loops (none without a loop key); set before the metrics start
 	mu      sync.Mutex
 	serves  []*serveUnit
 	mirrors []*mirrorUnit

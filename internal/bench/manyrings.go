@@ -96,26 +96,39 @@ func (h ringsHop) copies() []string {
 	return ps
 }
 
-// loopPrefix makes a bench wait name a loop's: "loop-yield" runs every
-// serve and mirror of a run process on its one Loop, waiting as yield.
-const loopPrefix = "loop-"
+// loopWait parses a loop's bench wait name: "loop-yield" runs every serve
+// and mirror of a run process on one Loop waiting as yield, "loop2-yield"
+// on two (ok false: not a loop's name).
+func loopWait(wait string) (loops int, mode string, ok bool) {
+	head, mode, found := strings.Cut(wait, "-")
+	n, isLoop := strings.CutPrefix(head, "loop")
+	if !found || !isLoop {
+		return 0, "", false
+	}
+	if n == "" {
+		return 1, mode, true
+	}
+	loops, err := strconv.Atoi(n)
+	return loops, mode, err == nil && loops > 0
+}
 
 // waitKey is a table's wait key for a bench wait name (none for a loop's:
 // loopKey sets the loop's).
 func waitKey(wait string) string {
-	if wait == "default" || strings.HasPrefix(wait, loopPrefix) {
+	if _, _, loop := loopWait(wait); wait == "default" || loop {
 		return ""
 	}
 	return fmt.Sprintf("wait = %q\n", wait)
 }
 
-// loopKey is the top-level loop key for a bench wait name ("" for one
+// loopKey is the top-level loop keys for a bench wait name ("" for one
 // that is not a loop's).
 func loopKey(wait string) string {
-	if m, ok := strings.CutPrefix(wait, loopPrefix); ok {
-		return fmt.Sprintf("loop = %q\n", m)
+	n, mode, ok := loopWait(wait)
+	if !ok {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf("loop = %q\nloops = %d\n", mode, n)
 }
 
 // serves writes h's [[serve]] tables.

@@ -147,8 +147,12 @@ func TestRunFile(t *testing.T) {
 	}
 	h.wait = "loop-yield"
 	got = runFile(netip.MustParseAddrPort("10.77.1.2:9470"), []ringsHop{h}, []ringsHop{h})
-	if !strings.Contains(got, "metrics = \"10.77.1.2:9470\"\nloop = \"yield\"\n") || strings.Contains(got, "wait") {
-		t.Errorf("a loop's file:\n%s\nwant the loop key at the top, no wait key", got)
+	if !strings.Contains(got, "metrics = \"10.77.1.2:9470\"\nloop = \"yield\"\nloops = 1\n") || strings.Contains(got, "wait") {
+		t.Errorf("a loop's file:\n%s\nwant the loop keys at the top, no wait key", got)
+	}
+	h.wait = "loop2-spin"
+	if got = runFile(netip.MustParseAddrPort("10.77.1.2:9470"), []ringsHop{h}, nil); !strings.Contains(got, "loop = \"spin\"\nloops = 2\n") {
+		t.Errorf("two loops' file:\n%s", got)
 	}
 }
 
