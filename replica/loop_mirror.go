@@ -31,7 +31,7 @@ type mirrorMember struct {
 // longer steps the mirror, and what it applied is published.
 func (m *Mirror) runInLoop(ctx context.Context, c *conn) error {
 	mm := &mirrorMember{m: m, c: c, failed: make(chan error, 1)}
-	if p, ok := c.udp.(Pollable); ok && c.udp != nil {
+	if p, ok := c.udp.(Pollable); ok {
 		mm.pollFD = p.PollFDs()
 	}
 	mm.peek, _ = c.udp.(Peeker)
