@@ -12,7 +12,8 @@ import (
 	"github.com/ringfire/ringfire/internal/idle"
 )
 
-// ErrLoopRunning is returned by a second Run of a Loop.
+// ErrLoopRunning is returned by a second Run of a Loop, by Run after
+// Close, and by Close during Run or after Close.
 var ErrLoopRunning = errors.New("replica: loop already running")
 
 // LoopConfig configures a Loop.
@@ -215,6 +216,15 @@ func (l *Loop) remove(m member) {
 	l.waker.Notify()
 	l.turnMu.Lock()
 	l.turnMu.Unlock()
+}
+
+// Close releases the Loop's eventfd, once Run has returned; a member's
+// late notification then does nothing. A closed Loop does not run again.
+func (l *Loop) Close() error {
+	if !l.running.CompareAndSwap(false, true) { // Run is under way, or Close was called
+		return ErrLoopRunning
+	}
+	return l.waker.Close()
 }
 
 // notify wakes the loop if it sleeps (a mirror's TCP reader, a shared

@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
@@ -29,6 +30,12 @@ func runLoop(t *testing.T, ns *netns.NS, wm replica.WaitMode) *replica.Loop {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Loop.Run: %v", err)
+		}
+		if err := l.Close(); err != nil {
+			t.Errorf("Loop.Close: %v", err)
+		}
+		if err := l.Run(context.Background()); !errors.Is(err, replica.ErrLoopRunning) {
+			t.Errorf("Run after Close: %v, want ErrLoopRunning", err)
 		}
 	})
 	return l

@@ -139,6 +139,9 @@ func startLoops(e *engine, c *runConfig, log *slog.Logger) (stop func(), err err
 				log.Error("loop", "err", err)
 			}
 		}
+		for _, l := range e.loops {
+			l.Close()
+		}
 	}
 	for i := range c.loops {
 		pin := replica.Pin{On: c.loopCPU >= 0, CPU: c.loopCPU + i}
