@@ -24,6 +24,13 @@ type serverMember struct {
 	target   uint64    // the sequence whose publication is the next work
 	deadline time.Time // the next round due without records (sender.deadline)
 	watch    *ringWatch
+	// peek is the transport when it is a Peeker: the turns then receive
+	// the PUNCH datagrams (punches, their buffers), and no punchLoop
+	// goroutine waits in Go's poller on sockets the loop polls anyway
+	// (with shared AF_XDP sockets every frame for a mirror of the process
+	// would wake it).
+	peek    Peeker
+	punches []Message
 	// done is closed by the turn that finds the server closed or its
 	// graceful stop's last datagram sent.
 	done   chan struct{}
@@ -39,6 +46,10 @@ func (s *Server) loopSend(ctx context.Context, sn *sender) {
 	m := &serverMember{s: s, sn: sn, seen: s.ring.WriteSeq(), done: make(chan struct{}),
 		watch: newRingWatch(s.ring, l.notify)}
 	m.target = m.seen + 1
+	if s.punchesInLoop() {
+		m.peek = s.udp.(Peeker)
+		m.punches = punchBuffers()
+	}
 	go m.watch.run()
 	l.add(m)
 	select {
@@ -53,6 +64,9 @@ func (m *serverMember) turn(now time.Time) bool {
 	s := m.s
 	if m.closed {
 		return false
+	}
+	if m.peek != nil && m.peek.Pending() {
+		s.receivePunches(m.punches, 0)
 	}
 	// Nothing to send, nobody to wake and no heartbeat due: a few loads.
 	if s.ring.WriteSeq() < m.target && now.Before(m.deadline) && !s.stop.halted.Load() && !s.closed.Load() {

@@ -11,25 +11,50 @@ import (
 
 // punchLoop receives PUNCH datagrams and adds their senders as unicast
 // destinations of the session whose token they carry.
+// With a Loop and a transport that is a Peeker, the loop's turns receive
+// them instead (punchesInLoop).
 func (s *Server) punchLoop(ctx context.Context) {
+	ms := punchBuffers()
+	for ctx.Err() == nil && !s.closed.Load() {
+		switch err := s.receivePunches(ms, 100*time.Millisecond); {
+		case errors.Is(err, ErrClosed):
+			return
+		case err != nil:
+			sleepCtx(ctx, 10*time.Millisecond)
+		}
+	}
+}
+
+// punchesInLoop says the server's Loop receives its PUNCH datagrams.
+func (s *Server) punchesInLoop() bool {
+	_, peek := s.udp.(Peeker)
+	return s.cfg.Loop != nil && peek
+}
+
+// punchBuffers are the receive buffers of one batch of PUNCH datagrams.
+func punchBuffers() []Message {
 	ms := make([]Message, 16)
 	for i := range ms {
 		ms[i].Buf = make([]byte, 2048)
 	}
-	for ctx.Err() == nil && !s.closed.Load() {
-		n, err := s.udp.RecvBatch(ms, 100*time.Millisecond)
-		if err != nil {
-			if errors.Is(err, ErrClosed) {
-				return
-			}
+	return ms
+}
+
+// receivePunches receives one batch of datagrams into ms, waiting at
+// most wait, and handles the PUNCHes among them; a failed receive is
+// counted (badDgram) and returned.
+func (s *Server) receivePunches(ms []Message, wait time.Duration) error {
+	n, err := s.udp.RecvBatch(ms, wait)
+	if err != nil {
+		if !errors.Is(err, ErrClosed) {
 			s.st.badDgram.Add(1)
-			sleepCtx(ctx, 10*time.Millisecond)
-			continue
 		}
-		for i := range n {
-			s.punch(ms[i].Buf[:ms[i].N], ms[i].Addr)
-		}
+		return err
 	}
+	for i := range n {
+		s.punch(ms[i].Buf[:ms[i].N], ms[i].Addr)
+	}
+	return nil
 }
 
 func (s *Server) punch(b []byte, from netip.AddrPort) {

@@ -321,7 +321,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.telemetryLoop(run) }()
-	if s.udp != nil {
+	if s.udp != nil && !s.punchesInLoop() {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.punchLoop(run) }()
 	}
