@@ -144,7 +144,10 @@
 // and each server's ringWatch: a goroutine the Loop arms just before it
 // sleeps (idle.Idler.OnSleep), which sleeps on its ring's futex until the
 // sequence the sender waits for is published (the producer's FUTEX_WAKE),
-// notifies, and waits to be armed again. Serve's goroutine (loopSend) and
+// notifies, and waits to be armed again. A server on a Loop whose
+// transport is a Peeker (AF_XDP) has no punchLoop: its turns receive the
+// PUNCHes when the transport has something pending. Serve's goroutine
+// (loopSend) and
 // Run's (runInLoop) only add their member and remove it when they end;
 // remove returns once no turn of it is under way (Loop.turnMu).
 //
