@@ -147,9 +147,9 @@
 // notifies, and waits to be armed again. A server on a Loop whose
 // transport is a Peeker (AF_XDP) has no punchLoop: its turns receive the
 // PUNCHes when the transport has something pending. Serve's goroutine
-// (loopSend) and
-// Run's (runInLoop) only add their member and remove it when they end;
-// remove returns once no turn of it is under way (Loop.turnMu).
+// (loopSend) and Run's (runInLoop) only add their member and remove it
+// when they end; remove returns once no turn of it is under way
+// (Loop.turnMu).
 //
 // # Mirror telemetry (a negotiated extension)
 //
