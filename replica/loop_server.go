@@ -31,6 +31,7 @@ type serverMember struct {
 	// would wake it).
 	peek    Peeker
 	punches []Message
+	pollFD  []int // the transport's descriptors, when the turns receive
 	// done is closed by the turn that finds the server closed or its
 	// graceful stop's last datagram sent.
 	done   chan struct{}
@@ -49,6 +50,10 @@ func (s *Server) loopSend(ctx context.Context, sn *sender) {
 	if s.punchesInLoop() {
 		m.peek = s.udp.(Peeker)
 		m.punches = punchBuffers()
+		if p, ok := s.udp.(Pollable); ok { // a sleeping loop wakes for a PUNCH
+			m.pollFD = p.PollFDs()
+			p.OnArrival(l.notify)
+		}
 	}
 	go m.watch.run()
 	l.add(m)
@@ -107,7 +112,7 @@ func (m *serverMember) due(now time.Time) time.Duration {
 	return m.deadline.Sub(now)
 }
 
-func (m *serverMember) fds() []int { return nil }
+func (m *serverMember) fds() []int { return m.pollFD }
 
 func (m *serverMember) sleep(max time.Duration) {
 	if !m.closed {
