@@ -56,7 +56,15 @@ func (s *Server) loopSend(ctx context.Context, sn *sender) {
 		}
 	}
 	go m.watch.run()
+	s.mu.Lock()
+	if s.closed.Load() { // Close ran first: it found no member to remove
+		s.mu.Unlock()
+		m.watch.stop()
+		return
+	}
+	s.loopMember = m
 	l.add(m)
+	s.mu.Unlock()
 	select {
 	case <-ctx.Done():
 	case <-m.done:

@@ -134,6 +134,11 @@ type Server struct {
 	// sender is the sender's state, stored once by sendLoop before its
 	// first round; Handoff loads it (nil: not serving yet).
 	sender atomic.Pointer[sender]
+	// loopMember is the sender's member of ServerConfig.Loop: stored under
+	// mu by loopSend (which adds it to the loop under mu, unless closed),
+	// loaded under mu by Close, which removes it before closing the
+	// transport.
+	loopMember *serverMember
 
 	mu       sync.Mutex
 	sessions map[uint32]*session // by token
@@ -400,9 +405,15 @@ func (s *Server) closeSessions() {
 func (s *Server) Close() error {
 	s.mu.Lock()
 	already := s.closed.Swap(true)
+	lm := s.loopMember
 	s.mu.Unlock()
 	if already {
 		return nil
+	}
+	if lm != nil {
+		// The Loop's thread must be done with the transport and the ring
+		// before they close under it.
+		s.cfg.Loop.remove(lm)
 	}
 	s.ln.Close()
 	s.tele.close()
