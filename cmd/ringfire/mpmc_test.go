@@ -104,15 +104,27 @@ func TestGenProducersUntilCancelled(t *testing.T) {
 	go func() {
 		defer cancel()
 		// Both producers run once they hold their shared flocks (the
-		// parent holds a third) and records flow.
-		testenv.Await(20*time.Second, func() bool {
+		// parent holds a third); then 1,000 records more flow, which at
+		// 10,000/s each gives both time to write (a count reached by the
+		// first producer alone, before the second wrote, said nothing of
+		// the second).
+		claimed := func() (uint64, bool) {
 			r, err := shm.Open(path, shm.OpenOptions{})
 			if err != nil {
-				return ctx.Err() != nil
+				return 0, false
 			}
-			n := r.ClaimSeq()
-			r.Close()
-			return ctx.Err() != nil || n > 200 && flocks(t, path) == 3
+			defer r.Close()
+			return r.ClaimSeq(), true
+		}
+		var n0 uint64
+		testenv.Await(20*time.Second, func() bool {
+			n, ok := claimed()
+			n0 = n
+			return ctx.Err() != nil || ok && flocks(t, path) == 3
+		})
+		testenv.Await(20*time.Second, func() bool {
+			n, _ := claimed()
+			return ctx.Err() != nil || n > n0+1000
 		})
 	}()
 	var stdout, stderr bytes.Buffer
