@@ -94,11 +94,15 @@ func loopsReplicate(t *testing.T, wm replica.WaitMode, modes []string) {
 	testenv.Until(t, 10*time.Second, "every connected mirror in the mirror loop", func() bool { return mirLoop.Stats().Members == len(modes) })
 	// Each Serve's sender joins its loop on a goroutine of its own.
 	testenv.Until(t, 10*time.Second, "every sender in the server loop", func() bool { return srcLoop.Stats().Members == len(modes) })
-	for range 60 {
+	// Bursts of 50 at the mirrors' pace: each burst once all mirrors have
+	// the one before (a ring of 8,192 is never lapped).
+	for k := uint64(1); k <= 60; k++ {
 		for _, src := range srcs {
 			src.push(50)
 		}
-		time.Sleep(200 * time.Microsecond) // pacing the producer, not synchronization
+		for _, mr := range mrs {
+			mr.waitFor(50*k, 20*time.Second)
+		}
 	}
 	for i, mr := range mrs {
 		mr.waitFor(3000, 20*time.Second)

@@ -17,8 +17,8 @@ type rxState struct {
 	wakeups        counter
 	busyPolls      counter
 	// lastBusyPoll is when the last busy-poll syscall was made (monotonic
-	// ns since busyPollEpoch): stored by Receive, loaded by Pending from
-	// any goroutine.
+	// ns since busyPollEpoch, plus one; 0: none yet): stored by Receive,
+	// loaded by Pending from any goroutine.
 	lastBusyPoll atomic.Int64
 	pollWakeups  atomic.Uint64 // by pollers, from any goroutine
 }
@@ -77,8 +77,8 @@ func (s *Socket) busyPollDue(take bool) bool {
 	if s.cfg.BusyPollGap <= 0 {
 		return true
 	}
-	now := int64(time.Since(busyPollEpoch))
-	if now-s.rx.lastBusyPoll.Load() < int64(s.cfg.BusyPollGap) {
+	now := int64(time.Since(busyPollEpoch)) + 1 // never 0: 0 is "no busy poll yet"
+	if last := s.rx.lastBusyPoll.Load(); last != 0 && now-last < int64(s.cfg.BusyPollGap) {
 		return false
 	}
 	if take {
