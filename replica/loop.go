@@ -75,7 +75,12 @@ type Loop struct {
 	sleeping []member
 	turns    atomic.Uint64
 	busy     atomic.Uint64
-	wait     atomic.Pointer[idle.Stats] // the Idler's counts after each sleep
+	// wait is a copy of the Idler's counts, refreshed by Run's goroutine
+	// (publishWait) before each sleep and every waitStatsEvery turns, read
+	// by Stats; under waitMu (a copy, not a fresh pointer: a sleep
+	// allocates nothing).
+	waitMu sync.Mutex
+	wait   idle.Stats
 }
 
 // waitStatsEvery is how many turns apart a loop that never sleeps (yield,
@@ -110,13 +115,15 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 	l.idler = idle.NewIdler(idle.Strategy{Mode: cfg.Wait}, w)
 	l.idler.OnSleep(l.armSleepers)
 	l.set.Store(new([]member))
-	l.wait.Store(new(idle.Stats))
 	return l, nil
 }
 
 // Stats returns the loop's counts (any goroutine).
 func (l *Loop) Stats() LoopStats {
-	return LoopStats{Members: len(*l.set.Load()), Turns: l.turns.Load(), Busy: l.busy.Load(), Wait: *l.wait.Load()}
+	l.waitMu.Lock()
+	w := l.wait
+	l.waitMu.Unlock()
+	return LoopStats{Members: len(*l.set.Load()), Turns: l.turns.Load(), Busy: l.busy.Load(), Wait: w}
 }
 
 // Run turns until ctx is done, on a locked OS thread (pinned with Pin). A
@@ -162,12 +169,10 @@ func (l *Loop) Run(ctx context.Context) error {
 		l.turnMu.Unlock()
 		l.idler.Idle(max(d, time.Microsecond))
 		if l.turns.Load()%waitStatsEvery == 0 {
-			st := l.idler.Stats()
-			l.wait.Store(&st)
+			l.publishWait()
 		}
 	}
-	st := l.idler.Stats()
-	l.wait.Store(&st)
+	l.publishWait()
 	return nil
 }
 
@@ -193,8 +198,15 @@ func (l *Loop) armSleepers(max time.Duration) {
 	for _, m := range l.sleeping {
 		m.sleep(max)
 	}
+	l.publishWait()
+}
+
+// publishWait copies the Idler's counts for Stats (Run's goroutine).
+func (l *Loop) publishWait() {
 	st := l.idler.Stats()
-	l.wait.Store(&st)
+	l.waitMu.Lock()
+	l.wait = st
+	l.waitMu.Unlock()
 }
 
 // add puts m in the loop's set.

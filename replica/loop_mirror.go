@@ -18,7 +18,6 @@ type mirrorMember struct {
 	c      *conn
 	pollFD []int
 	peek   Peeker    // the transport, when it is one (nil: step every turn)
-	quiet  bool      // the connection has no transport: only TCP frames
 	next   time.Time // the next NAK repeat, punch or STATUS due (loop's goroutine)
 	// failed receives the error that ended the connection (once); the
 	// member steps no more after it (err, the loop's goroutine).
@@ -35,7 +34,6 @@ func (m *Mirror) runInLoop(ctx context.Context, c *conn) error {
 		mm.pollFD = p.PollFDs()
 	}
 	mm.peek, _ = c.udp.(Peeker)
-	mm.quiet = c.udp == nil
 	l := m.cfg.Loop
 	l.add(mm)
 	var err error
@@ -93,7 +91,7 @@ func (mm *mirrorMember) idle(now time.Time) bool {
 		return false
 	}
 	switch {
-	case mm.quiet:
+	case c.udp == nil: // only TCP frames come
 		return true
 	case mm.peek != nil:
 		return !mm.peek.Pending()
