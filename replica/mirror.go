@@ -212,6 +212,10 @@ func (m *Mirror) disconnect(why error) {
 	if m.c != nil {
 		m.c.close()
 		m.c = nil
+		// What the last step applied is visible before anyone hears of
+		// the end (a step publishes its counters at most every
+		// millisecond, and no step runs until the next connection).
+		m.publishStats(time.Now())
 		m.emit(MirrorDisconnected, why, 0)
 	}
 }

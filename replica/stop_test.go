@@ -7,6 +7,7 @@ package replica_test
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,12 +43,23 @@ func stopServe(t *testing.T, src *source, within time.Duration) (time.Duration, 
 	return took, st
 }
 
-// disconnects records a mirror's first disconnection: when and why.
+// disconnects records a mirror's first disconnection: when, why, and the
+// mirror's Stats as the event saw them.
 type disconnects struct {
-	mu  sync.Mutex
-	at  time.Time
-	err error
-	n   int
+	mu    sync.Mutex
+	at    time.Time
+	err   error
+	n     int
+	tb    testing.TB
+	m     *replica.Mirror // set once the mirror is made
+	stats replica.MirrorStats
+}
+
+// watch names the mirror whose Stats the first disconnection records.
+func (d *disconnects) watch(m *replica.Mirror) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.m = m
 }
 
 func (d *disconnects) event(e replica.MirrorEvent) {
@@ -58,7 +70,20 @@ func (d *disconnects) event(e replica.MirrorEvent) {
 	defer d.mu.Unlock()
 	if d.n++; d.n == 1 {
 		d.at, d.err = time.Now(), e.Err
+		if d.m != nil {
+			d.stats = d.m.Stats()
+		}
 	}
+	if d.tb != nil { // a failure then shows why the mirror was cut off
+		d.tb.Logf("mirror disconnected (%d): %v", d.n, e.Err)
+	}
+}
+
+// seen is the mirror's Stats as the first disconnection saw them.
+func (d *disconnects) seen() replica.MirrorStats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stats
 }
 
 func (d *disconnects) first() (int, time.Time, error) {
@@ -83,7 +108,7 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 	cases := []struct {
 		name     string
 		mode     string
-		loseTail bool // the mirror loses every DATA datagram from record 2 on
+		loseTail bool // the mirror loses every DATA datagram once it has record 1
 		keyed    bool
 		v1       bool // a mirror without telemetry: no STATUS says it is done
 		loop     bool // the server and the mirror run on Loops
@@ -110,14 +135,19 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 			if tc.loop {
 				scfg.Loop, mcfg.Loop = runLoop(t, p.A, replica.WaitAdaptive), runLoop(t, p.B, replica.WaitAdaptive)
 			}
+			// The tail is lost by what the mirror had when it was pushed,
+			// not by a frame's first sequence: a loaded sender may carry
+			// record 1 in the tail's frame (the mirror then had it by TCP).
+			var losing atomic.Bool
 			var faults *faulty.Faults
 			if tc.loseTail {
-				faults = &faulty.Faults{Drop: func(k wire.Kind, seq, _ uint64) bool { return k == wire.KindData && seq >= 2 }}
+				faults = &faulty.Faults{Drop: func(k wire.Kind, _, _ uint64) bool { return k == wire.KindData && losing.Load() }}
 			}
-			var dis disconnects
+			dis := disconnects{tb: t}
 			mcfg.Events = dis.event
 			srv := src.serve(scfg)
 			mr := startMirror(t, p.B, p.BAddr, src, mcfg, faults)
+			dis.watch(mr.m)
 			mr.connected()
 			if tc.mode != "tcp" {
 				waitDatagrams(t, mr)
@@ -125,13 +155,18 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 			start := time.Now() // the first frame leaves after this: the linger ends after start+linger
 			src.push(1)         // a lone record: it leaves at once
 			mr.waitFor(1, 5*time.Second)
+			losing.Store(true)
 			src.push(n - 1) // a partial frame, held back by the linger
 			before := srv.Stats()
 			stopAt := time.Now()
 			src.stop()
 			// Only the stop can deliver the tail this soon.
 			if d := time.Until(start.Add(linger)); d > 0 {
-				mr.waitFor(n, d)
+				if !poll(d, time.Millisecond, func() bool { return mr.m.Stats().Next > n }) {
+					_, at, why := dis.first()
+					t.Fatalf("the tail did not arrive within %v of the stop: mirror %+v; server %+v; disconnected %v after the stop (%v)",
+						d, mr.m.Stats(), srv.Stats(), at.Sub(stopAt), why)
+				}
 			} else {
 				t.Fatalf("too slow: the linger (%v) had passed before the stop", linger)
 			}
@@ -152,6 +187,12 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 			}
 			if at.Sub(stopAt) >= stopGrace {
 				t.Errorf("the source closed the connection %v after the stop: at its deadline, not when the mirror was done", at.Sub(stopAt))
+			}
+			// A telemetry mirror's STATUS said it had everything before the
+			// source closed: its Stats say so from the disconnection on
+			// (the last step's counters are published before the event).
+			if got := dis.seen(); !tc.v1 && got.Next != n+1 {
+				t.Errorf("Stats at the disconnection: next %d, want %d: %+v", got.Next, n+1, got)
 			}
 			// The mirror's Run publishes what it applied and final Stats.
 			mr.stop()
