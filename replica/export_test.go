@@ -18,3 +18,19 @@ func AfterDatagram(m *Mirror, hook func(last, batchLast uint64)) { m.afterDatagr
 
 // StopGrace bounds a graceful stop (source_stop.go).
 const StopGrace = stopGrace
+
+// LoopTurner turns a Loop that does not Run, from the test's goroutine:
+// one turn through every member, without waiting.
+type LoopTurner struct {
+	l       *Loop
+	watched *[]member
+}
+
+// NewLoopTurner drives l, which must not Run.
+func NewLoopTurner(l *Loop) *LoopTurner { return &LoopTurner{l: l} }
+
+// Turn runs one turn and reports whether a member found work.
+func (t *LoopTurner) Turn() bool {
+	busy, _ := t.l.turn(&t.watched)
+	return busy
+}

@@ -142,38 +142,48 @@ func (l *Loop) Run(ctx context.Context) error {
 	var watched *[]member
 	for ctx.Err() == nil {
 		l.idler.Round()
-		l.turnMu.Lock()
-		set := l.set.Load()
-		if set != watched {
-			l.watch(*set)
-			watched = set
-		}
-		now := time.Now()
-		busy := false
-		for _, m := range *set {
-			if m.turn(now) {
-				busy = true
-			}
-		}
-		l.turns.Add(1)
+		busy, d := l.turn(&watched)
 		if busy {
-			l.busy.Add(1)
 			l.idler.Busy()
-			l.turnMu.Unlock()
 			continue
 		}
-		d := idleBound
-		for _, m := range *set {
-			d = min(d, m.due(now))
-		}
-		l.turnMu.Unlock()
-		l.idler.Idle(max(d, time.Microsecond))
+		l.idler.Idle(d)
 		if l.turns.Load()%waitStatsEvery == 0 {
 			l.publishWait()
 		}
 	}
 	l.publishWait()
 	return nil
+}
+
+// turn polls every member once (under turnMu), pointing the Idler at a
+// changed set first (watched is the set it watches). It reports whether
+// a member found work and, if none did, the longest the loop may sleep.
+// Allocation-free unless the set changed.
+func (l *Loop) turn(watched **[]member) (busy bool, d time.Duration) {
+	l.turnMu.Lock()
+	defer l.turnMu.Unlock()
+	set := l.set.Load()
+	if set != *watched {
+		l.watch(*set)
+		*watched = set
+	}
+	now := time.Now()
+	for _, m := range *set {
+		if m.turn(now) {
+			busy = true
+		}
+	}
+	l.turns.Add(1)
+	if busy {
+		l.busy.Add(1)
+		return true, 0
+	}
+	d = idleBound
+	for _, m := range *set {
+		d = min(d, m.due(now))
+	}
+	return false, max(d, time.Microsecond)
 }
 
 // watch points the Idler at the descriptors of set and remembers the

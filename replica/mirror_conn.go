@@ -48,9 +48,12 @@ type conn struct {
 	sid     uint64
 
 	// telemetry: the source takes STATUS; the run loop hands frames to
-	// the status writer through status (the newest wins).
+	// the status writer through status (the newest wins), in buffers
+	// that the writer gives back through statusFree (statusBufs of them:
+	// one being written, one queued, one being filled).
 	telemetry  bool
 	status     chan []byte
+	statusFree chan []byte
 	lastStatus time.Time
 	reported   uint64 // Applied in the last STATUS
 }

@@ -62,26 +62,33 @@ func (m *Mirror) reportStatus(c *conn, now time.Time) {
 		return
 	}
 	c.lastStatus, c.reported = now, m.ring.published
-	b := wire.AppendStatus(make([]byte, 0, wire.HeaderSize+wire.StatusSize), m.status())
-	for range 2 {
-		select {
-		case c.status <- b:
-			return
-		default:
-		}
-		select {
-		case <-c.status: // the writer is behind: drop the older one
-		default:
-		}
+	b := wire.AppendStatus((<-c.statusFree)[:0], m.status()) // never waits: see statusBufs
+	select {
+	case c.status <- b:
+		return
+	default:
 	}
+	select {
+	case old := <-c.status: // the writer is behind: drop the older one
+		c.statusFree <- old
+	default: // the writer took it meanwhile
+	}
+	c.status <- b // the queue is empty: only the run loop sends
 }
+
+// statusBufs is how many STATUS buffers a connection has: the writer holds
+// at most one and the queue one, so the run loop always finds one free.
+const statusBufs = 3
 
 // startStatus starts the goroutine writing STATUS frames. Each frame is
 // one Write call: the connection serializes them with the run loop's NAKs.
 // A failed write closes the connection (a partial frame would corrupt the
 // stream); the run loop then sees the error and reconnects.
 func (c *conn) startStatus() {
-	c.status = make(chan []byte, 1)
+	c.status, c.statusFree = make(chan []byte, 1), make(chan []byte, statusBufs)
+	for range statusBufs {
+		c.statusFree <- make([]byte, 0, wire.HeaderSize+wire.StatusSize)
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -91,7 +98,9 @@ func (c *conn) startStatus() {
 				return
 			case b := <-c.status:
 				c.tcp.SetWriteDeadline(time.Now().Add(statusWriteTimeout))
-				if _, err := c.tcp.Write(b); err != nil {
+				_, err := c.tcp.Write(b)
+				c.statusFree <- b
+				if err != nil {
 					c.tcp.Close()
 					return
 				}

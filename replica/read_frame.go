@@ -11,6 +11,13 @@ import (
 
 // readFrameFrom reads one whole frame of at most maxLen payload bytes.
 func readFrameFrom(br *bufio.Reader, maxLen int) (wire.Header, []byte, error) {
+	return readFrameInto(br, maxLen, nil)
+}
+
+// readFrameInto is readFrameFrom that reads the payload into buf when it
+// fits (a reader of many small frames allocates nothing); the payload is
+// valid until buf is used again.
+func readFrameInto(br *bufio.Reader, maxLen int, buf []byte) (wire.Header, []byte, error) {
 	var hb [wire.HeaderSize]byte
 	if _, err := io.ReadFull(br, hb[:]); err != nil {
 		return wire.Header{}, nil, eofErr(err)
@@ -19,7 +26,11 @@ func readFrameFrom(br *bufio.Reader, maxLen int) (wire.Header, []byte, error) {
 	if err != nil {
 		return h, nil, err
 	}
-	p := make([]byte, h.Len)
+	p := buf[:0]
+	if cap(p) < int(h.Len) {
+		p = make([]byte, h.Len)
+	}
+	p = p[:h.Len]
 	if _, err := io.ReadFull(br, p); err != nil {
 		return h, nil, eofErr(err)
 	}

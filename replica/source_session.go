@@ -75,6 +75,9 @@ type session struct {
 	sent atomic.Uint64
 
 	telemetry bool // the mirror sends STATUS (HelloTelemetry acknowledged)
+	// lastStatus is the mirror's last STATUS, whose texts the next reuses
+	// (the reader's only).
+	lastStatus wire.Status
 	// held is the last record a resuming mirror already holds (HELLO
 	// asked to continue after it; 0 otherwise): a STATUS may report it
 	// before this connection sent anything. Set by the handshake before

@@ -18,8 +18,9 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 	if ss.telemetry {
 		maxLen = wire.StatusSize
 	}
+	in := make([]byte, maxLen) // every frame's payload, in turn
 	for {
-		h, p, err := readFrameFrom(br, maxLen)
+		h, p, err := readFrameInto(br, maxLen, in)
 		if err != nil {
 			if errors.Is(err, ErrPeerClosed) {
 				return nil // the mirror hung up between frames
@@ -81,10 +82,11 @@ func (ss *session) maxSent() uint64 {
 
 // status applies a STATUS frame from the session's mirror.
 func (ss *session) status(h wire.Header, p []byte) error {
-	st, err := wire.ParseStatus(h, p)
+	st, err := wire.ParseStatusAfter(h, p, ss.lastStatus)
 	if err != nil {
 		return err
 	}
+	ss.lastStatus = st
 	// A mirror applies only records it was sent (on this connection, or
 	// before it, up to where it resumed): a STATUS claiming more is forged
 	// (it would satisfy Server.Wait for records nobody has), and ends the

@@ -60,9 +60,12 @@ type mirrorRow struct {
 // telemetry is a source's table of mirrors, with the sampled history of
 // its ring's write_seq that dates records for the lag in time.
 type telemetry struct {
-	mu      sync.Mutex
-	rows    []*mirrorRow
-	changed chan struct{} // closed and replaced on every change (Wait)
+	mu   sync.Mutex
+	rows []*mirrorRow
+	// changed is closed and replaced on a change once a Wait has taken
+	// it (taken): a STATUS nobody waits for allocates nothing.
+	changed chan struct{}
+	taken   bool
 	closed  bool
 	index   seqIndex
 	half    uint64 // lag beyond this raises EventLagging
@@ -78,8 +81,17 @@ func newTelemetry(capacity uint64, w uint64, now time.Time, keepers int) *teleme
 
 // broadcast wakes every Wait (t.mu held).
 func (t *telemetry) broadcast() {
+	if !t.taken {
+		return
+	}
 	close(t.changed)
-	t.changed = make(chan struct{})
+	t.changed, t.taken = make(chan struct{}), false
+}
+
+// waitChange is the channel the next change closes (t.mu held).
+func (t *telemetry) waitChange() <-chan struct{} {
+	t.taken = true
+	return t.changed
 }
 
 // join adds a mirror that completed its handshake.

@@ -19,7 +19,7 @@ func (s *Server) Wait(ctx context.Context, n int, seq uint64) (int, error) {
 	for {
 		t.mu.Lock()
 		have := t.appliedCount(seq)
-		changed, closed := t.changed, t.closed
+		changed, closed := t.waitChange(), t.closed
 		t.mu.Unlock()
 		switch {
 		case have >= n:

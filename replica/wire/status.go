@@ -81,7 +81,12 @@ func cutString(s string, n int) string {
 // ParseStatus decodes a STATUS frame strictly: a 96-byte payload, an
 // interval of at least 1 ms, no header flags (reserved), text fields of UTF-8 without NUL bytes,
 // padded with NULs.
-func ParseStatus(h Header, p []byte) (Status, error) {
+func ParseStatus(h Header, p []byte) (Status, error) { return ParseStatusAfter(h, p, Status{}) }
+
+// ParseStatusAfter is ParseStatus that reuses prev's text fields where the
+// frame's are the same: a mirror's name and transport rarely change, so a
+// STATUS every interval then allocates nothing.
+func ParseStatusAfter(h Header, p []byte, prev Status) (Status, error) {
 	if h.Kind != KindStatus || len(p) != StatusSize {
 		return Status{}, fmt.Errorf("%w: STATUS of %d bytes", ErrMalformed, len(p))
 	}
@@ -93,17 +98,18 @@ func ParseStatus(h Header, p []byte) (Status, error) {
 		Lag: le.Uint64(p), Naks: le.Uint64(p[8:]), Retransmitted: le.Uint64(p[16:]),
 		Gaps: le.Uint64(p[24:]), Drops: le.Uint64(p[32:]), ID: le.Uint64(p[40:])}
 	var err error
-	if st.Transport, err = parseField(p[48:64], "transport"); err != nil {
+	if st.Transport, err = parseField(p[48:64], "transport", prev.Transport); err != nil {
 		return Status{}, err
 	}
-	if st.Name, err = parseField(p[64:96], "name"); err != nil {
+	if st.Name, err = parseField(p[64:96], "name", prev.Name); err != nil {
 		return Status{}, err
 	}
 	return st, nil
 }
 
-// parseField decodes a NUL-padded UTF-8 text field.
-func parseField(f []byte, what string) (string, error) {
+// parseField decodes a NUL-padded UTF-8 text field; prev when it is the
+// same text (the comparison allocates nothing).
+func parseField(f []byte, what, prev string) (string, error) {
 	n := bytes.IndexByte(f, 0)
 	if n < 0 {
 		n = len(f)
@@ -115,6 +121,9 @@ func parseField(f []byte, what string) (string, error) {
 	}
 	if !utf8.Valid(f[:n]) {
 		return "", fmt.Errorf("%w: STATUS %s: not UTF-8", ErrMalformed, what)
+	}
+	if string(f[:n]) == prev {
+		return prev, nil
 	}
 	return string(f[:n]), nil
 }

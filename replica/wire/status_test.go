@@ -119,6 +119,12 @@ func FuzzParseStatus(f *testing.F) {
 			}
 			return
 		}
+		// Parsing after any earlier STATUS gives the same result.
+		for _, prev := range []Status{st, {Transport: "tcp", Name: "x"}} {
+			if again, err := ParseStatusAfter(h, b[HeaderSize:HeaderSize+int(h.Len)], prev); err != nil || again != st {
+				t.Fatalf("after %+v: %+v, %v; want %+v", prev, again, err, st)
+			}
+		}
 		// What parses re-encodes to the same bytes.
 		out := AppendStatus(nil, st)
 		if !bytes.Equal(out, b[:HeaderSize+StatusSize]) {

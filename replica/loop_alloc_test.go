@@ -1,0 +1,95 @@
+package replica_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/netns"
+	"github.com/ringfire/ringfire/replica"
+)
+
+// turners drives a source Loop and a mirror Loop from the test's
+// goroutine (neither Runs), so that allocations of their turns can be
+// counted.
+type turners struct {
+	tb       testing.TB
+	src, mir *replica.LoopTurner
+}
+
+// turn runs one turn of each loop.
+func (t turners) turn() {
+	t.src.Turn()
+	t.mir.Turn()
+}
+
+// until turns both loops until ok holds: at most 2,000,000 turns and 20 s.
+func (t turners) until(what string, ok func() bool) {
+	t.tb.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for i := 0; !ok(); i++ {
+		if i == 2_000_000 || time.Now().After(deadline) {
+			t.tb.Fatalf("%s: not reached after %d turns", what, i)
+		}
+		t.turn()
+	}
+}
+
+// newTurnedLoop makes a Loop that the test turns; closed at the end.
+func newTurnedLoop(t *testing.T) (*replica.Loop, *replica.LoopTurner) {
+	l, err := replica.NewLoop(replica.LoopConfig{Wait: replica.WaitYield})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, replica.NewLoopTurner(l)
+}
+
+// A Loop's turns allocate nothing: neither an idle turn (every member
+// polled, nothing found) nor the turns that carry a record from the
+// source ring's write to the mirror ring, over AF_XDP and over kernel
+// UDP. Counted process-wide, so the STATUS each record may prompt (the
+// mirror's frame, the source's reader and telemetry) allocates nothing
+// either.
+func TestLoopTurnAllocatesNothing(t *testing.T) {
+	for _, mode := range []string{"xdp-unicast", "unicast", "xdp-multicast"} {
+		t.Run(mode, func(t *testing.T) { loopTurnAllocs(t, mode) })
+	}
+}
+
+func loopTurnAllocs(t *testing.T, mode string) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	srcLoop, st := newTurnedLoop(t)
+	mirLoop, mt := newTurnedLoop(t)
+	tt := turners{tb: t, src: st, mir: mt}
+	src := newSource(t, p.A, p.AAddr, 1<<12)
+	scfg, mcfg := dirConfigs(mode, 0)
+	scfg.Loop, mcfg.Loop = srcLoop, mirLoop
+	src.serve(scfg)
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	tt.until("the sender and the mirror on their loops", func() bool {
+		return srcLoop.Stats().Members == 1 && mirLoop.Stats().Members == 1
+	})
+	tt.until("the mirror's first datagram", func() bool { return mr.m.Stats().Datagrams > 0 })
+	src.push(100)
+	tt.until("100 records mirrored", func() bool { return mr.m.Stats().Next > 100 })
+
+	if n := testing.AllocsPerRun(2000, tt.turn); n != 0 {
+		t.Errorf("an idle turn of both loops allocates %v times", n)
+	}
+	seq := uint64(100)
+	carry := func() {
+		seq++
+		if err := src.pushSynth(seq); err != nil {
+			t.Fatal(err)
+		}
+		tt.until("the record mirrored", func() bool { return mr.m.Stats().Next > seq })
+	}
+	if n := testing.AllocsPerRun(200, carry); n != 0 {
+		t.Errorf("carrying one record, push to mirror ring, allocates %v times", n)
+	}
+	st0 := mr.m.Stats()
+	t.Logf("mirror %+v", st0)
+	mr.close()
+	sameSlots(t, src.path, mr.path, 1)
+}
