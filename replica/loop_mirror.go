@@ -94,16 +94,18 @@ func (mm *mirrorMember) idle(now time.Time) bool {
 	case c.udp == nil: // only TCP frames come
 		return true
 	case mm.peek != nil:
-		return !mm.peek.Pending()
+		return !mm.peek.Pending(now)
 	}
 	return false
 }
 
+// due is what the last step found due next (mm.next): nothing that moves
+// it happens between steps.
 func (mm *mirrorMember) due(now time.Time) time.Duration {
 	if mm.err != nil {
 		return idleBound
 	}
-	return mm.m.nextDue(mm.c, now)
+	return mm.next.Sub(now)
 }
 
 func (mm *mirrorMember) fds() []int { return mm.pollFD }

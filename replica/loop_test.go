@@ -138,7 +138,9 @@ func (c *countingPeeker) RecvBatch(ms []replica.Message, wait time.Duration) (in
 }
 func (c *countingPeeker) PollFDs() []int          { return c.Transport.(replica.Pollable).PollFDs() }
 func (c *countingPeeker) OnArrival(notify func()) { c.Transport.(replica.Pollable).OnArrival(notify) }
-func (c *countingPeeker) Pending() bool           { return c.Transport.(replica.Peeker).Pending() }
+func (c *countingPeeker) Pending(now time.Time) bool {
+	return c.Transport.(replica.Peeker).Pending(now)
+}
 
 // An idle mirror on a yielding Loop costs no receive per turn: over
 // thousands of turns with nothing arriving, its AF_XDP transport (a

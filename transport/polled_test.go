@@ -1,11 +1,15 @@
 package transport_test
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
+	"github.com/ringfire/ringfire/xdp"
 )
 
 // An AF_XDP transport's sockets are in Go's poller (through the
@@ -53,5 +57,29 @@ func TestSocketsPolledOnlyWhileWaiting(t *testing.T) {
 	}
 	if polledAny(b.PollFDs()) {
 		t.Fatalf("after the wait, sockets %v are still watched", b.PollFDs())
+	}
+}
+
+// Arrived says whether datagrams are there, a busy poll that is due not
+// counted: with busy polling on, an idle transport is Pending (a busy poll
+// is due) but has not Arrived; a datagram sent to it Arrives without any
+// receive call (the kernel delivers it to the RX ring), and a receive
+// takes it.
+func TestArrivedIgnoresBusyPoll(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	a := openXDP(t, p.A, transport.XDPConfig{Bind: netip.AddrPortFrom(p.AAddr, 0)})
+	b := openXDP(t, p.B, transport.XDPConfig{Bind: netip.AddrPortFrom(p.BAddr, 0),
+		Socket: xdp.Config{BusyPoll: 20 * time.Microsecond}})
+	if !b.Pending(time.Now()) || b.Arrived() {
+		t.Fatalf("idle, busy polling: Pending %v, Arrived %v; want true, false", b.Pending(time.Now()), b.Arrived())
+	}
+	sendAll(t, a, []replica.Message{{Buf: []byte("arrives"), Addr: b.LocalAddr()}})
+	testenv.Until(t, 10*time.Second, "the datagram in B's RX ring", b.Arrived)
+	if got := recvN(t, b, 1, 2048); string(got[0].data) != "arrives" {
+		t.Fatalf("received %q", got[0].data)
+	}
+	if b.Arrived() {
+		t.Fatal("Arrived after the only datagram was received")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/replica"
@@ -26,6 +27,12 @@ type XDPConfig struct {
 	// opens the interface; later transports on it share what is open.
 	Socket xdp.Config
 }
+
+// XDP is a Pollable Arriver: a Loop skips its idle members' receives.
+var (
+	_ replica.Pollable = (*XDP)(nil)
+	_ replica.Arriver  = (*XDP)(nil)
+)
 
 // XDP is a replica.Transport over AF_XDP sockets, one per queue of the
 // interface, with the steering program redirecting its flow to them. The
@@ -114,12 +121,27 @@ func (x *XDP) PollFDs() []int {
 // Pending reports whether RecvBatch(ms, 0) may have anything to do: a
 // datagram in the inbox, frames on a shared socket, or a busy-poll
 // syscall due (see replica.Peeker).
-func (x *XDP) Pending() bool {
+func (x *XDP) Pending(now time.Time) bool {
+	if x.Arrived() {
+		return true
+	}
+	for _, s := range x.f.socks {
+		if s.PendingAt(now) {
+			return true
+		}
+	}
+	return false
+}
+
+// Arrived reports, without a system call, whether datagrams are queued
+// for this transport or in the interface's RX rings (Pending without the
+// busy poll; see replica.Arriver).
+func (x *XDP) Arrived() bool {
 	if x.in.pending.Load() > 0 {
 		return true
 	}
 	for _, s := range x.f.socks {
-		if s.Pending() {
+		if s.Readable() {
 			return true
 		}
 	}

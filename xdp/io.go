@@ -49,7 +49,7 @@ func (s *Socket) Receive(frames [][]byte) int {
 		s.Release()
 	}
 	n, idx := s.RX.Peek()
-	if n == 0 && s.busyPollDue(true) {
+	if n == 0 && s.busyPollDue(time.Now(), true) {
 		s.rx.busyPolls.add(1)
 		s.wakeRX()
 		n, idx = s.RX.Peek()
@@ -69,20 +69,20 @@ func (s *Socket) Receive(frames [][]byte) int {
 var busyPollEpoch = time.Now()
 
 // busyPollDue reports whether an empty Receive makes a busy-poll syscall
-// now (Config.BusyPollGap); take records that it does.
-func (s *Socket) busyPollDue(take bool) bool {
+// at now (Config.BusyPollGap); take records that it does.
+func (s *Socket) busyPollDue(now time.Time, take bool) bool {
 	if s.cfg.BusyPoll <= 0 {
 		return false
 	}
 	if s.cfg.BusyPollGap <= 0 {
 		return true
 	}
-	now := int64(time.Since(busyPollEpoch)) + 1 // never 0: 0 is "no busy poll yet"
-	if last := s.rx.lastBusyPoll.Load(); last != 0 && now-last < int64(s.cfg.BusyPollGap) {
+	at := int64(now.Sub(busyPollEpoch)) + 1 // never 0: 0 is "no busy poll yet"
+	if last := s.rx.lastBusyPoll.Load(); last != 0 && at-last < int64(s.cfg.BusyPollGap) {
 		return false
 	}
 	if take {
-		s.rx.lastBusyPoll.Store(now)
+		s.rx.lastBusyPoll.Store(at)
 	}
 	return true
 }
@@ -90,7 +90,11 @@ func (s *Socket) busyPollDue(take bool) bool {
 // Pending reports, without a system call and from any goroutine, whether
 // a Receive would have something to do: frames in the RX ring, or a
 // busy-poll syscall due (Config.BusyPoll).
-func (s *Socket) Pending() bool { return s.Readable() || s.busyPollDue(false) }
+func (s *Socket) Pending() bool { return s.PendingAt(time.Now()) }
+
+// PendingAt is Pending with the caller's reading of the clock (a loop
+// polling many sockets reads it once).
+func (s *Socket) PendingAt(now time.Time) bool { return s.Readable() || s.busyPollDue(now, false) }
 
 // Release gives the frames of the last Receive back to the kernel (through
 // the fill ring) and wakes the kernel if it asks for it.

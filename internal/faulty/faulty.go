@@ -176,12 +176,12 @@ func (t *Pollable) OnArrival(notify func()) { t.p.OnArrival(notify) }
 // Pending reports whether a receive may return something: datagrams
 // queued in the wrapper, or the inner transport's answer (true when it is
 // not a replica.Peeker).
-func (t *Pollable) Pending() bool {
+func (t *Pollable) Pending(now time.Time) bool {
 	t.mu.Lock()
 	queued := len(t.queue) > 0
 	t.mu.Unlock()
 	if p, ok := t.Transport.Transport.(replica.Peeker); ok && !queued {
-		return p.Pending()
+		return p.Pending(now)
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,4 +93,56 @@ func loopTurnAllocs(t *testing.T, mode string) {
 	t.Logf("mirror %+v", st0)
 	mr.close()
 	sameSlots(t, src.path, mr.path, 1)
+}
+
+// dueArriver is a server's AF_XDP transport as busy polling makes it: a
+// busy poll always due (Pending), beside what has Arrived; it counts
+// receives.
+type dueArriver struct {
+	replica.Transport
+	recvs atomic.Uint64
+}
+
+func (d *dueArriver) RecvBatch(ms []replica.Message, wait time.Duration) (int, error) {
+	d.recvs.Add(1)
+	return d.Transport.RecvBatch(ms, wait)
+}
+func (d *dueArriver) PollFDs() []int          { return d.Transport.(replica.Pollable).PollFDs() }
+func (d *dueArriver) OnArrival(notify func()) { d.Transport.(replica.Pollable).OnArrival(notify) }
+func (d *dueArriver) Pending(time.Time) bool  { return true }
+func (d *dueArriver) Arrived() bool           { return d.Transport.(replica.Arriver).Arrived() }
+
+// A server on a Loop receives its PUNCHes when they have arrived, not
+// whenever a busy poll is due: thousands of idle turns cost its transport
+// no receive (a PUNCH a second may come among them), and the mirror's
+// PUNCH was still received (it gets datagrams).
+func TestLoopServerReceivesOnlyArrivedPunches(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	srcLoop, st := newTurnedLoop(t)
+	src := newSource(t, p.A, p.AAddr, 1<<10)
+	scfg, mcfg := dirConfigs("xdp-unicast", 0)
+	scfg.Loop = srcLoop
+	var tr *dueArriver
+	open := scfg.NewTransport
+	scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
+		in, err := open(u)
+		tr = &dueArriver{Transport: in}
+		return tr, err
+	}
+	src.serve(scfg)
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	tt := turners{tb: t, src: st, mir: st}
+	tt.until("the sender on its loop", func() bool { return srcLoop.Stats().Members == 1 })
+	tt.until("the mirror's PUNCH received", func() bool { return mr.m.Stats().Datagrams > 0 })
+	src.push(1)
+	tt.until("a record mirrored", func() bool { return mr.m.Stats().Next > 1 })
+	before := tr.recvs.Load()
+	const turns = 20000
+	for range turns {
+		st.Turn()
+	}
+	if n := tr.recvs.Load() - before; n > 2 {
+		t.Fatalf("%d receives in %d idle turns: the server received whenever a busy poll was due", n, turns)
+	}
 }
