@@ -54,8 +54,13 @@ type conn struct {
 	telemetry  bool
 	status     chan []byte
 	statusFree chan []byte
-	lastStatus time.Time
-	reported   uint64 // Applied in the last STATUS
+	// reportOnAsk: the source acknowledged HelloReportOnAsk: STATUS comes
+	// early only for a REPORT, once asked (its sequence; 0: none) is
+	// applied (the run loop's).
+	reportOnAsk bool
+	asked       uint64
+	lastStatus  time.Time
+	reported    uint64 // Applied in the last STATUS
 }
 
 const (

@@ -94,7 +94,7 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 	}
 	flags := uint8(0)
 	if !m.cfg.NoTelemetry {
-		flags |= wire.HelloTelemetry
+		flags |= wire.HelloTelemetry | wire.HelloReportOnAsk
 	}
 	if m.cfg.Key != nil {
 		flags |= wire.HelloKeyed
@@ -151,6 +151,7 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 		return err
 	}
 	c.telemetry = !m.cfg.NoTelemetry && h.Flags&wire.GeometryTelemetry != 0
+	c.reportOnAsk = c.telemetry && h.Flags&wire.GeometryReportOnAsk != 0
 	if h.Flags&wire.GeometryMulticast != 0 {
 		return m.openDatagrams(c, mc)
 	}

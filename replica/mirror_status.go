@@ -48,18 +48,28 @@ func (m *Mirror) status() wire.Status {
 }
 
 // reportStatus hands a STATUS to the connection's status writer when one
-// is due: every StatusInterval, and early — at most every StatusInterval/20
-// — when the mirror has just applied everything it heard of, so that the
-// source's Wait hears of it in about a round trip. It never blocks: a
-// STATUS the writer has not taken yet is replaced by the newer one.
+// is due: every StatusInterval, and early so that the source's Wait hears
+// in about a round trip: once what a REPORT asked for is applied, or, for
+// a source without the extension, whenever the mirror has just applied
+// everything it heard of (at most every StatusInterval/20). It never
+// blocks: a STATUS the writer has not taken yet is replaced by the newer
+// one.
 func (m *Mirror) reportStatus(c *conn, now time.Time) {
 	if !c.telemetry || m.ring == nil || m.seq == nil {
 		return
 	}
 	since := now.Sub(c.lastStatus)
-	early := m.ring.published != c.reported && m.seq.lag() == 0 && since >= m.cfg.StatusInterval/20
+	var early bool
+	if c.reportOnAsk {
+		early = c.asked != 0 && m.ring.published >= c.asked
+	} else {
+		early = m.ring.published != c.reported && m.seq.lag() == 0 && since >= m.cfg.StatusInterval/20
+	}
 	if since < m.cfg.StatusInterval && !early {
 		return
+	}
+	if m.ring.published >= c.asked {
+		c.asked = 0 // this STATUS answers the REPORT
 	}
 	c.lastStatus, c.reported = now, m.ring.published
 	b := wire.AppendStatus((<-c.statusFree)[:0], m.status()) // never waits: see statusBufs

@@ -159,6 +159,13 @@ func (m *Mirror) handleTCP(h wire.Header, p []byte) error {
 		m.seq.heartbeat(h.Seq)
 		m.seq.suppressNaks = false // the TCP catch-up, if any, is over
 		return nil
+	case wire.KindReport:
+		if m.c == nil || !m.c.reportOnAsk {
+			break
+		}
+		seq, err := wire.ParseReport(h, p)
+		m.c.asked = max(m.c.asked, seq)
+		return err
 	}
 	return fmt.Errorf("%w: unexpected %v from the source", wire.ErrMalformed, h.Kind)
 }

@@ -130,6 +130,9 @@ func TestResumeWithoutDuplicates(t *testing.T) {
 		lost := src.w.Ring().Oldest() - min(src.w.Ring().Oldest(), 3001) // overwritten while away
 		mr2 := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
 		mr2.connected()
+		// The catch-up first: records pushed during it would lap more of
+		// what it has still to send (lost would grow with the machine's load).
+		mr2.waitFor(3000+away, 10*time.Second)
 		src.pushPaced(1000, 50, 200*time.Microsecond)
 		w := 4000 + away
 		mr2.waitFor(w, 10*time.Second)

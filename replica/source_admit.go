@@ -80,7 +80,8 @@ func (s *Server) release(c net.Conn, peer netip.Addr, pending bool) {
 	}
 }
 
-// wentLive moves a session out of the pending count, once.
+// wentLive moves a session out of the pending count, once, and wakes the
+// Waits (a live session counts).
 func (ss *session) wentLive() {
 	if ss.pending.CompareAndSwap(true, false) {
 		s := ss.srv
@@ -88,6 +89,7 @@ func (ss *session) wentLive() {
 		s.lim.pending--
 		s.mu.Unlock()
 	}
+	ss.srv.tele.wakeWaits() // its mirror now counts for a Wait
 }
 
 // refuse closes a connection a limit refused: counted, and told to Events

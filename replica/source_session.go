@@ -117,6 +117,17 @@ type session struct {
 	wake  chan struct{} // the sender's "the ring moved" (capacity 1)
 	timer *time.Timer
 
+	// reportOnAsk: the mirror reports early only when asked (HelloReportOnAsk
+	// acknowledged; set by the handshake before register). askFor is the
+	// highest sequence a Wait wants a STATUS for (storeMax by Wait, then a
+	// send on ask, capacity 1, which wakes the writer); the writer sends
+	// REPORT(askFor) once for each rise (asked, the writer's). askFor
+	// publishes only itself.
+	reportOnAsk bool
+	askFor      atomic.Uint64
+	ask         chan struct{}
+	asked       uint64
+
 	cursor uint64 // next sequence to send over TCP (writer goroutine)
 	feed   *feed  // writer goroutine's
 	buf    []byte
@@ -135,7 +146,8 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
 		return
 	}
 	ss := &session{srv: s, tcp: c, raw: raw, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
-		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1)}
+		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1),
+		ask: make(chan struct{}, 1)}
 	ss.pending.Store(true)
 	defer func() { pending = ss.pending.Load() }() // runs before release
 	if err := ss.keyPunch(); err != nil {
@@ -195,6 +207,8 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	}
 	// Before register publishes the session to rebuildDests.
 	ss.wide = hello.Flags&wire.HelloSession64 != 0 && s.keyed == nil
+	askable := wire.HelloTelemetry | wire.HelloReportOnAsk
+	ss.reportOnAsk = hello.Flags&askable == askable && !s.cfg.NoTelemetry
 	s.register(ss)
 	var flags uint8
 	if reset {
@@ -203,6 +217,9 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	if hello.Flags&wire.HelloTelemetry != 0 && !s.cfg.NoTelemetry {
 		flags |= wire.GeometryTelemetry
 		ss.telemetry = true
+		if ss.reportOnAsk {
+			flags |= wire.GeometryReportOnAsk
+		}
 	}
 	b := make([]byte, 0, 3*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize+wire.SessionSize)
 	mc, udp := s.datagramsFor(hello, ss.token)

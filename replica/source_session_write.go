@@ -67,6 +67,9 @@ func (ss *session) writeLoop(ctx context.Context) error {
 			return ss.finish(ctx)
 		default:
 		}
+		if err := ss.reportIfAsked(); err != nil {
+			return err
+		}
 		mode := ss.mode.Load()
 		if mode == modeLive {
 			ss.sleep(ctx, max(time.Until(time.Unix(0, ss.lastWrite.Load()).Add(tcpHeartbeat)), time.Millisecond), false)
@@ -120,11 +123,37 @@ func (ss *session) sleep(ctx context.Context, d time.Duration, wake bool) {
 	}
 	select {
 	case <-w:
+	case <-ss.ask:
 	case <-ss.timer.C:
 	case <-ctx.Done():
 	case <-stop:
 	}
 	ss.timer.Stop()
+}
+
+// reportIfAsked sends REPORT when a Wait asked for a later sequence than
+// the last REPORT did (writer goroutine).
+func (ss *session) reportIfAsked() error {
+	seq := ss.askFor.Load()
+	if seq <= ss.asked {
+		return nil
+	}
+	ss.asked = seq
+	var b [wire.HeaderSize]byte
+	return ss.write(wire.AppendReport(b[:0], seq), true)
+}
+
+// askReport asks the session's mirror, if it reports on ask, for a STATUS
+// once seq is applied (any goroutine; the writer sends the REPORT).
+func (ss *session) askReport(seq uint64) {
+	if !ss.reportOnAsk || seq == 0 {
+		return
+	}
+	storeMax(&ss.askFor, seq)
+	select {
+	case ss.ask <- struct{}{}:
+	default:
+	}
 }
 
 // catchUpDone ends the catch-up once TCP has covered everything the

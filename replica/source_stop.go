@@ -176,6 +176,10 @@ func (ss *session) finish(ctx context.Context) error {
 	if err := ss.heartbeat(end); err != nil {
 		return err
 	}
+	ss.askReport(end) // a mirror that reports on ask says at once when it has everything
+	if err := ss.reportIfAsked(); err != nil {
+		return err
+	}
 	for ctx.Err() == nil {
 		now := time.Now()
 		wait, done := by.Sub(now), ss.telemetry && ss.applied.Load() >= end

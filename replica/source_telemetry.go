@@ -88,6 +88,14 @@ func (t *telemetry) broadcast() {
 	t.changed, t.taken = make(chan struct{}), false
 }
 
+// wakeWaits wakes every Wait: a count may have changed without a STATUS
+// (a session went live).
+func (t *telemetry) wakeWaits() {
+	t.mu.Lock()
+	t.broadcast()
+	t.mu.Unlock()
+}
+
 // waitChange is the channel the next change closes (t.mu held).
 func (t *telemetry) waitChange() <-chan struct{} {
 	t.taken = true

@@ -10,8 +10,9 @@ import (
 // timeout), or ErrClosed when the server closes, with the count reached so
 // far. Like Redis WAIT: only connected, live mirrors (past their catch-up)
 // that report STATUS count, and a mirror's word comes with its STATUS
-// (every 100 ms by default); a STATUS claiming a record the session was
-// never sent ends that session. A
+// (every 100 ms by default, and as soon as it has applied seq: Wait asks
+// for it, or an older mirror reports whenever it catches up); a STATUS
+// claiming a record the session was never sent ends that session. A
 // record a mirror lost by GAP counts as passed once the mirror applied a
 // later one. n ≤ 0 returns the count at once.
 func (s *Server) Wait(ctx context.Context, n int, seq uint64) (int, error) {
@@ -20,6 +21,9 @@ func (s *Server) Wait(ctx context.Context, n int, seq uint64) (int, error) {
 		t.mu.Lock()
 		have := t.appliedCount(seq)
 		changed, closed := t.waitChange(), t.closed
+		if have < n {
+			t.askReports(seq)
+		}
 		t.mu.Unlock()
 		switch {
 		case have >= n:
@@ -37,6 +41,18 @@ func (s *Server) Wait(ctx context.Context, n int, seq uint64) (int, error) {
 				return have, nil
 			}
 			return have, ctx.Err()
+		}
+	}
+}
+
+// askReports asks every connected mirror that reports on ask and has not
+// reported seq for a STATUS once it has applied it (t.mu held): a Wait
+// hears in about a round trip, and mirrors nobody waits on report once
+// per interval.
+func (t *telemetry) askReports(seq uint64) {
+	for _, r := range t.rows {
+		if r.ss != nil && !(r.info.Reported && r.info.Applied >= seq) {
+			r.ss.askReport(seq)
 		}
 	}
 }

@@ -169,7 +169,7 @@ func TestTelemetryOldSource(t *testing.T) {
 		}
 		r := <-res
 		ln.Close()
-		flags := wire.HelloTelemetry | wire.HelloSession64 // extensions a version-1 source ignores
+		flags := wire.HelloTelemetry | wire.HelloReportOnAsk | wire.HelloSession64 // extensions a version-1 source ignores
 		if off {
 			flags = 0 // exactly version 1
 		}

@@ -27,11 +27,15 @@ const (
 	// connection (a keyed source to a peer without the key, and the
 	// reverse), just before it closes.
 	KindError Kind = 11
-	kindLast       = KindError
+	// KindReport: source → mirror, TCP, only after GeometryReportOnAsk:
+	// send a STATUS as soon as the records up to the header's seq are
+	// applied (a Wait for them began). Header only.
+	KindReport Kind = 12
+	kindLast        = KindReport
 )
 
 var kindNames = [...]string{"", "HELLO", "GEOMETRY", "DATA", "GAP", "HEARTBEAT", "NAK", "MULTICAST", "PUNCH", "STATUS",
-	"SESSION", "ERROR"}
+	"SESSION", "ERROR", "REPORT"}
 
 func (k Kind) String() string {
 	if k >= 1 && k <= kindLast {
@@ -79,6 +83,12 @@ const (
 	// and its datagrams to this mirror end with the 64-bit session id
 	// when SESSION says so (SessionTrailer).
 	HelloSession64 uint8 = 1 << 4
+	// HelloReportOnAsk (with HelloTelemetry): between its periodic STATUS
+	// frames the mirror reports early only when the source asks (REPORT),
+	// not whenever it has caught up; the source acknowledges with
+	// GeometryReportOnAsk. A source nobody waits on then hears from its
+	// mirrors once per interval, not once per burst of records.
+	HelloReportOnAsk uint8 = 1 << 5
 )
 
 // GEOMETRY flags.
@@ -91,6 +101,10 @@ const (
 	// GeometrySession64: a SESSION frame follows MULTICAST (set only for a
 	// mirror that announced HelloSession64, or a keyed one).
 	GeometrySession64 uint8 = 1 << 3
+	// GeometryReportOnAsk: the source sends REPORT when it needs an early
+	// STATUS (set only with GeometryTelemetry, for a mirror that announced
+	// HelloReportOnAsk).
+	GeometryReportOnAsk uint8 = 1 << 4
 )
 
 // HELLO start sequences.
@@ -185,6 +199,20 @@ func ParseNak(h Header, p []byte) (first, last uint64, err error) {
 		return first, last, fmt.Errorf("%w: NAK range %d..%d (at most %d records from 1)", ErrMalformed, first, last, MaxNakRecords)
 	}
 	return first, last, nil
+}
+
+// AppendReport appends a REPORT asking for a STATUS once seq is applied.
+func AppendReport(b []byte, seq uint64) []byte {
+	return appendHeader(b, Header{Kind: KindReport, Seq: seq})
+}
+
+// ParseReport decodes a REPORT strictly: header only, no flags, no count,
+// a sequence from 1.
+func ParseReport(h Header, p []byte) (uint64, error) {
+	if h.Kind != KindReport || len(p) != 0 || h.Flags != 0 || h.Count != 0 || h.Seq == 0 {
+		return 0, fmt.Errorf("%w: REPORT (%v, %d bytes, flags %#x, count %d, seq %d)", ErrMalformed, h.Kind, len(p), h.Flags, h.Count, h.Seq)
+	}
+	return h.Seq, nil
 }
 
 // AppendEmpty appends a payload-less frame: GAP, HEARTBEAT or PUNCH.

@@ -210,6 +210,35 @@ func TestParseHelloRejects(t *testing.T) {
 	}
 }
 
+// A REPORT is a bare header asking for a STATUS once its sequence is
+// applied; anything else in it is refused.
+func TestReport(t *testing.T) {
+	b := AppendReport(nil, 42)
+	h, p := ftParse(t, b)
+	if seq, err := ParseReport(h, p); err != nil || seq != 42 || KindReport.String() != "REPORT" || KindReport != 12 {
+		t.Fatalf("REPORT 42: %d, %v (%v)", seq, err, KindReport)
+	}
+	bad := []struct {
+		name string
+		h    Header
+		p    []byte
+	}{
+		{"seq 0", Header{Kind: KindReport}, nil},
+		{"flags", Header{Kind: KindReport, Seq: 1, Flags: 1}, nil},
+		{"count", Header{Kind: KindReport, Seq: 1, Count: 1}, nil},
+		{"payload", Header{Kind: KindReport, Seq: 1, Len: 1}, []byte{0}},
+		{"kind", Header{Kind: KindHeartbeat, Seq: 1}, nil},
+	}
+	for _, c := range bad {
+		if _, err := ParseReport(c.h, c.p); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: %v, want ErrMalformed", c.name, err)
+		}
+	}
+	if HelloReportOnAsk != 1<<5 || GeometryReportOnAsk != 1<<4 {
+		t.Errorf("flag bits %#x %#x", HelloReportOnAsk, GeometryReportOnAsk)
+	}
+}
+
 func TestParseNakRanges(t *testing.T) {
 	cases := []struct {
 		first, last uint64

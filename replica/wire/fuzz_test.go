@@ -114,6 +114,12 @@ func fzDecodePayload(h Header, frame, p []byte) error {
 	case KindMulticast:
 		_, err := ParseMulticast(p)
 		return err
+	case KindReport:
+		seq, err := ParseReport(h, p)
+		if err == nil && !bytes.Equal(AppendReport(nil, seq), frame) {
+			panic(fmt.Sprintf("REPORT round trip % x", frame))
+		}
+		return err
 	case KindNak:
 		first, last, err := ParseNak(h, p)
 		if err == nil && (first == 0 || last < first || last-first >= MaxNakRecords) {

@@ -1,0 +1,130 @@
+package replica_test
+
+// Report on ask: a mirror that announces HelloReportOnAsk reports early
+// only when a Wait asks (REPORT), so mirrors nobody waits on report once
+// per interval; a mirror without it keeps reporting whenever it catches
+// up, and never sees a REPORT.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// readUntil reads c's frames (payloads skipped) until want returns true,
+// failing after within.
+func readUntil(t *testing.T, br *bufio.Reader, c net.Conn, within time.Duration, want func(wire.Header) bool) wire.Header {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(within))
+	defer c.SetReadDeadline(time.Time{})
+	for {
+		h, err := readHeader(br)
+		if err != nil {
+			t.Fatalf("reading frames: %v", err)
+		}
+		if want(h) {
+			return h
+		}
+	}
+}
+
+func readHeader(br *bufio.Reader) (wire.Header, error) {
+	var hb [wire.HeaderSize]byte
+	if _, err := io.ReadFull(br, hb[:]); err != nil {
+		return wire.Header{}, err
+	}
+	h, err := wire.ParseHeader(hb[:], 1<<20)
+	if err != nil {
+		return h, err
+	}
+	_, err = br.Discard(int(h.Len))
+	return h, err
+}
+
+// The wire: GEOMETRY acknowledges the extension only to a mirror that
+// announced it; a Wait sends that mirror REPORT(seq) and returns on its
+// STATUS; the mirror without the extension gets no REPORT.
+func TestWaitAsksForReport(t *testing.T) {
+	p, src := pairSource(t, 1024)
+	srv := src.serve(replica.ServerConfig{})
+	asker := dialTCP(t, p.B, srv.Addr().String())
+	ha, _ := biHandshake(t, asker, wire.HelloTelemetry|wire.HelloReportOnAsk)
+	old := dialTCP(t, p.B, srv.Addr().String())
+	ho, _ := biHandshake(t, old, wire.HelloTelemetry)
+	if ha.Flags&(wire.GeometryTelemetry|wire.GeometryReportOnAsk) != wire.GeometryTelemetry|wire.GeometryReportOnAsk {
+		t.Fatalf("GEOMETRY flags %#x to the mirror that asked: want telemetry and report on ask", ha.Flags)
+	}
+	if ho.Flags&wire.GeometryReportOnAsk != 0 || ho.Flags&wire.GeometryTelemetry == 0 {
+		t.Fatalf("GEOMETRY flags %#x to the mirror without the extension: want telemetry only", ho.Flags)
+	}
+	src.push(3)
+	ba, bo := bufio.NewReader(asker), bufio.NewReader(old)
+	has3 := func(h wire.Header) bool { return h.Kind == wire.KindData && h.Seq+uint64(h.Count) > 3 }
+	readUntil(t, ba, asker, 5*time.Second, has3)
+	readUntil(t, bo, old, 5*time.Second, has3)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { n, err := srv.Wait(ctx, 1, 3); done <- result{n, err} }()
+	h := readUntil(t, ba, asker, 5*time.Second, func(h wire.Header) bool { return h.Kind == wire.KindReport })
+	if h.Seq != 3 || h.Len != 0 {
+		t.Fatalf("REPORT %+v, want seq 3 and no payload", h)
+	}
+	st := wire.AppendStatus(nil, wire.Status{Applied: 3, Interval: time.Hour, ID: 1, Name: "asker", Transport: "tcp"})
+	if _, err := asker.Write(st); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-done; r.n != 1 || r.err != nil {
+		t.Fatalf("Wait(1, 3) after the asked STATUS: %d, %v", r.n, r.err)
+	}
+	// The other mirror was asked nothing (its writer was woken with the
+	// asker's): a window of 200 ms holds only heartbeats and data.
+	old.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+	for {
+		h, err := readHeader(bo)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil || h.Kind == wire.KindReport {
+			t.Fatalf("the mirror without the extension: %+v, %v", h, err)
+		}
+	}
+}
+
+// A real mirror whose STATUS interval is an hour: only a REPORT can make
+// it report in time, and every Wait returns once the records are
+// readable. The first Wait also needs the session going live (a unicast
+// mirror's catch-up ends after its STATUS came) to wake it.
+func TestWaitWithHourlyStatus(t *testing.T) {
+	for _, mode := range []string{"tcp", "unicast"} {
+		t.Run(mode, func(t *testing.T) {
+			lan, src := lanSource(t, 2, 1<<12)
+			scfg, _ := transportConfigs(mode)
+			srv := src.serve(scfg)
+			m := teleMirror(t, src, lan.Addrs[1], mode, fromOldest, "", func(c *replica.MirrorConfig) { c.StatusInterval = time.Hour })
+			runMirror(t, lan.Hosts[1], m)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for round := range 20 {
+				src.push(1 + round)
+				seq := src.w.Next() - 1
+				if n, err := srv.Wait(ctx, 1, seq); n != 1 || err != nil {
+					t.Fatalf("round %d: Wait(1, %d) = %d, %v; mirror %+v; server %+v", round, seq, n, err, m.Stats(), srv.Stats())
+				}
+			}
+		})
+	}
+}
