@@ -156,8 +156,11 @@
 // A mirror sets HelloTelemetry in HELLO; a source that takes telemetry
 // answers GeometryTelemetry in GEOMETRY, and only then does the mirror send
 // a STATUS frame (KindStatus, 9) over TCP every StatusInterval (100 ms),
-// and early when it has just caught up. Peers that do not announce the bit
-// get version 1 byte for byte. The header's seq is the last sequence
+// and early: when a REPORT (KindReport, 12) asked for a record it has now
+// applied (HelloReportOnAsk, acknowledged by GeometryReportOnAsk: a Wait
+// and a graceful stop ask), or, with a source that did not acknowledge
+// that, whenever it has just caught up. Peers that do not announce the
+// bits get the older bytes exactly. The header's seq is the last sequence
 // applied (published in the mirror ring, readable there), its count the
 // interval in ms; the 96-byte payload is:
 //
