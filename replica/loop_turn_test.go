@@ -1,7 +1,6 @@
 package replica_test
 
 import (
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -98,19 +97,10 @@ func loopTurnAllocs(t *testing.T, mode string) {
 // dueArriver is a server's AF_XDP transport as busy polling makes it: a
 // busy poll always due (Pending), beside what has Arrived; it counts
 // receives.
-type dueArriver struct {
-	replica.Transport
-	recvs atomic.Uint64
-}
+type dueArriver struct{ countingPeeker }
 
-func (d *dueArriver) RecvBatch(ms []replica.Message, wait time.Duration) (int, error) {
-	d.recvs.Add(1)
-	return d.Transport.RecvBatch(ms, wait)
-}
-func (d *dueArriver) PollFDs() []int          { return d.Transport.(replica.Pollable).PollFDs() }
-func (d *dueArriver) OnArrival(notify func()) { d.Transport.(replica.Pollable).OnArrival(notify) }
-func (d *dueArriver) Pending(time.Time) bool  { return true }
-func (d *dueArriver) Arrived() bool           { return d.Transport.(replica.Arriver).Arrived() }
+func (d *dueArriver) Pending(time.Time) bool { return true }
+func (d *dueArriver) Arrived() bool          { return d.Transport.(replica.Arriver).Arrived() }
 
 // A server on a Loop receives its PUNCHes when they have arrived, not
 // whenever a busy poll is due: thousands of idle turns cost its transport
@@ -127,7 +117,7 @@ func TestLoopServerReceivesOnlyArrivedPunches(t *testing.T) {
 	open := scfg.NewTransport
 	scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
 		in, err := open(u)
-		tr = &dueArriver{Transport: in}
+		tr = &dueArriver{countingPeeker{Transport: in}}
 		return tr, err
 	}
 	src.serve(scfg)
