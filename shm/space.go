@@ -79,12 +79,23 @@ func checkSize(path string, size, max, reclaim int64) error {
 	return nil
 }
 
+// allocChunk is the most one fallocate call reserves, allocEINTR how
+// often one chunk is retried after a signal interrupted it. tmpfs gives
+// up a whole call's pages when a signal arrives (EINTR, never restarted:
+// a child's SIGCHLD, the runtime's SIGURG), so a big ring in one call
+// could fail, or never finish under frequent signals; a chunk of 1 MiB
+// takes well under a millisecond, and a retry redoes only that chunk.
+const (
+	allocChunk = 1 << 20
+	allocEINTR = 1000
+)
+
 // allocate gives f size bytes of storage: fallocate reserves every block,
 // so a full filesystem is ErrNoSpace here and never a SIGBUS when the
 // mapping is first written. Filesystems without fallocate get the size
 // and then zeros written through, which allocates as well.
 func allocate(f *os.File, size int64) error {
-	err := unix.Fallocate(int(f.Fd()), 0, 0, size)
+	err := fallocate(int(f.Fd()), size)
 	if err == nil {
 		return nil
 	}
@@ -98,6 +109,23 @@ func allocate(f *os.File, size int64) error {
 		return err
 	}
 	return writeZeros(f, size)
+}
+
+// fallocate reserves size bytes of fd from offset 0 in chunks of
+// allocChunk, each retried up to allocEINTR times when interrupted.
+func fallocate(fd int, size int64) error {
+	for off := int64(0); off < size; {
+		n := min(allocChunk, size-off)
+		err := unix.Fallocate(fd, 0, off, n)
+		for i := 0; err == unix.EINTR && i < allocEINTR; i++ {
+			err = unix.Fallocate(fd, 0, off, n)
+		}
+		if err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
 }
 
 // writeZeros writes size zero bytes at the start of f.
