@@ -79,14 +79,17 @@ func checkSize(path string, size, max, reclaim int64) error {
 	return nil
 }
 
-// allocChunk is the most one fallocate call reserves, allocEINTR how
-// often one chunk is retried after a signal interrupted it. tmpfs gives
-// up a whole call's pages when a signal arrives (EINTR, never restarted:
-// a child's SIGCHLD, the runtime's SIGURG), so a big ring in one call
-// could fail, or never finish under frequent signals; a chunk of 1 MiB
-// takes well under a millisecond, and a retry redoes only that chunk.
+// allocChunk is the most one fallocate call reserves. tmpfs gives up a
+// whole call's pages when a signal arrives (EINTR, never restarted: a
+// child's SIGCHLD, the runtime's SIGURG, a profiler's SIGPROF), so a big
+// ring in one call could fail, or never finish under frequent signals.
+// A call of 1 MiB takes well under a millisecond; an interrupted one is
+// retried at half the size, down to allocMin, then up to allocEINTR times:
+// the reservation progresses as long as signals are further apart than
+// one allocMin call.
 const (
 	allocChunk = 1 << 20
+	allocMin   = 64 << 10
 	allocEINTR = 1000
 )
 
@@ -111,19 +114,25 @@ func allocate(f *os.File, size int64) error {
 	return writeZeros(f, size)
 }
 
-// fallocate reserves size bytes of fd from offset 0 in chunks of
-// allocChunk, each retried up to allocEINTR times when interrupted.
+// fallocate reserves size bytes of fd from offset 0, in calls of at most
+// allocChunk, shrunk and retried when interrupted (see allocChunk).
 func fallocate(fd int, size int64) error {
+	chunk, tries := int64(allocChunk), 0
 	for off := int64(0); off < size; {
-		n := min(allocChunk, size-off)
+		n := min(chunk, size-off)
 		err := unix.Fallocate(fd, 0, off, n)
-		for i := 0; err == unix.EINTR && i < allocEINTR; i++ {
-			err = unix.Fallocate(fd, 0, off, n)
-		}
-		if err != nil {
+		switch {
+		case err == nil:
+			off += n
+		case err != unix.EINTR:
 			return err
+		case chunk > allocMin:
+			chunk /= 2
+		case tries == allocEINTR:
+			return err
+		default:
+			tries++
 		}
-		off += n
 	}
 	return nil
 }
