@@ -136,19 +136,26 @@ func frameReader(t *testing.T, c net.Conn) func() wire.Header {
 	br := bufio.NewReader(c)
 	return func() wire.Header {
 		t.Helper()
-		var hb [wire.HeaderSize]byte
-		if _, err := io.ReadFull(br, hb[:]); err != nil {
-			t.Fatal(err)
-		}
-		h, err := wire.ParseHeader(hb[:], 1<<20)
+		h, err := readHeader(br)
 		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := br.Discard(int(h.Len)); err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
+}
+
+// readHeader reads the next frame's header and skips its payload.
+func readHeader(br *bufio.Reader) (wire.Header, error) {
+	var hb [wire.HeaderSize]byte
+	if _, err := io.ReadFull(br, hb[:]); err != nil {
+		return wire.Header{}, err
+	}
+	h, err := wire.ParseHeader(hb[:], 1<<20)
+	if err != nil {
+		return h, err
+	}
+	_, err = br.Discard(int(h.Len))
+	return h, err
 }
 
 // wrapMirrorUDP returns a MirrorConfig.NewTransport making the mirror's

@@ -30,7 +30,6 @@ type serverMember struct {
 	// (with shared AF_XDP sockets every frame for a mirror of the process
 	// would wake it).
 	peek    Peeker
-	arrived func() bool // peek's Arrived when it is an Arriver, else Pending now
 	punches []Message
 	pollFD  []int // the transport's descriptors, when the turns receive
 	// done is closed by the turn that finds the server closed or its
@@ -50,10 +49,6 @@ func (s *Server) loopSend(ctx context.Context, sn *sender) {
 	m.target = m.seen + 1
 	if s.punchesInLoop() {
 		m.peek = s.udp.(Peeker)
-		m.arrived = func() bool { return m.peek.Pending(time.Now()) }
-		if a, ok := m.peek.(Arriver); ok {
-			m.arrived = a.Arrived
-		}
 		m.punches = punchBuffers()
 		if p, ok := s.udp.(Pollable); ok { // a sleeping loop wakes for a PUNCH
 			m.pollFD = p.PollFDs()
@@ -83,7 +78,7 @@ func (m *serverMember) turn(now time.Time) bool {
 	if m.closed {
 		return false
 	}
-	if m.peek != nil && m.arrived() {
+	if m.peek != nil && m.peek.Arrived() {
 		s.receivePunches(m.punches, 0)
 	}
 	// Nothing to send, nobody to wake and no heartbeat due: a few loads.

@@ -141,6 +141,7 @@ func (c *countingPeeker) OnArrival(notify func()) { c.Transport.(replica.Pollabl
 func (c *countingPeeker) Pending(now time.Time) bool {
 	return c.Transport.(replica.Peeker).Pending(now)
 }
+func (c *countingPeeker) Arrived() bool { return c.Transport.(replica.Peeker).Arrived() }
 
 // An idle mirror on a yielding Loop costs no receive per turn: over
 // thousands of turns with nothing arriving, its AF_XDP transport (a

@@ -8,18 +8,18 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// turners drives a source Loop and a mirror Loop from the test's
-// goroutine (neither Runs), so that allocations of their turns can be
-// counted.
+// turners drives Loops from the test's goroutine (none Runs), so that
+// allocations of their turns can be counted.
 type turners struct {
-	tb       testing.TB
-	src, mir *replica.LoopTurner
+	tb    testing.TB
+	loops []*replica.LoopTurner
 }
 
 // turn runs one turn of each loop.
 func (t turners) turn() {
-	t.src.Turn()
-	t.mir.Turn()
+	for _, l := range t.loops {
+		l.Turn()
+	}
 }
 
 // until turns both loops until ok holds: at most 2,000,000 turns and 20 s.
@@ -61,7 +61,7 @@ func loopTurnAllocs(t *testing.T, mode string) {
 	p := netns.NewPair(t)
 	srcLoop, st := newTurnedLoop(t)
 	mirLoop, mt := newTurnedLoop(t)
-	tt := turners{tb: t, src: st, mir: mt}
+	tt := turners{tb: t, loops: []*replica.LoopTurner{st, mt}}
 	src := newSource(t, p.A, p.AAddr, 1<<12)
 	scfg, mcfg := dirConfigs(mode, 0)
 	scfg.Loop, mcfg.Loop = srcLoop, mirLoop
@@ -94,13 +94,12 @@ func loopTurnAllocs(t *testing.T, mode string) {
 	sameSlots(t, src.path, mr.path, 1)
 }
 
-// dueArriver is a server's AF_XDP transport as busy polling makes it: a
+// duePoller is a server's AF_XDP transport as busy polling makes it: a
 // busy poll always due (Pending), beside what has Arrived; it counts
 // receives.
-type dueArriver struct{ countingPeeker }
+type duePoller struct{ countingPeeker }
 
-func (d *dueArriver) Pending(time.Time) bool { return true }
-func (d *dueArriver) Arrived() bool          { return d.Transport.(replica.Arriver).Arrived() }
+func (d *duePoller) Pending(time.Time) bool { return true }
 
 // A server on a Loop receives its PUNCHes when they have arrived, not
 // whenever a busy poll is due: thousands of idle turns cost its transport
@@ -113,16 +112,16 @@ func TestLoopServerReceivesOnlyArrivedPunches(t *testing.T) {
 	src := newSource(t, p.A, p.AAddr, 1<<10)
 	scfg, mcfg := dirConfigs("xdp-unicast", 0)
 	scfg.Loop = srcLoop
-	var tr *dueArriver
+	var tr *duePoller
 	open := scfg.NewTransport
 	scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
 		in, err := open(u)
-		tr = &dueArriver{countingPeeker{Transport: in}}
+		tr = &duePoller{countingPeeker{Transport: in}}
 		return tr, err
 	}
 	src.serve(scfg)
 	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
-	tt := turners{tb: t, src: st, mir: st}
+	tt := turners{tb: t, loops: []*replica.LoopTurner{st}}
 	tt.until("the sender on its loop", func() bool { return srcLoop.Stats().Members == 1 })
 	tt.until("the mirror's PUNCH received", func() bool { return mr.m.Stats().Datagrams > 0 })
 	src.push(1)

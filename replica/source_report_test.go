@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"testing"
@@ -34,19 +33,6 @@ func readUntil(t *testing.T, br *bufio.Reader, c net.Conn, within time.Duration,
 			return h
 		}
 	}
-}
-
-func readHeader(br *bufio.Reader) (wire.Header, error) {
-	var hb [wire.HeaderSize]byte
-	if _, err := io.ReadFull(br, hb[:]); err != nil {
-		return wire.Header{}, err
-	}
-	h, err := wire.ParseHeader(hb[:], 1<<20)
-	if err != nil {
-		return h, err
-	}
-	_, err = br.Discard(int(h.Len))
-	return h, err
 }
 
 // The wire: GEOMETRY acknowledges the extension only to a mirror that

@@ -146,8 +146,8 @@ func (ss *session) reportIfAsked() error {
 // askReport asks the session's mirror, if it reports on ask, for a STATUS
 // once seq is applied (any goroutine; the writer sends the REPORT).
 func (ss *session) askReport(seq uint64) {
-	if !ss.reportOnAsk || seq == 0 {
-		return
+	if !ss.reportOnAsk || seq <= ss.askFor.Load() {
+		return // asked already: every change a Wait wakes for need not wake the writer
 	}
 	storeMax(&ss.askFor, seq)
 	select {

@@ -53,23 +53,20 @@ type Pollable interface {
 }
 
 // Peeker is a Transport that tells, without a system call, whether
-// RecvBatch(ms, 0) may have anything to do at now (datagrams, or a
-// busy-poll syscall due). A Loop skips the step of a mirror whose
-// transport says no, that has no TCP frame queued and nothing due: an idle
-// member then costs the loop a few loads, not a receive (the loop reads
-// the clock once per turn for all of them). Kernel UDP is not one (only a
+// RecvBatch(ms, 0) may have anything to do. Kernel UDP is not one (only a
 // system call can tell).
+//
+// Pending: datagrams have arrived, or a busy-poll syscall is due at now. A
+// Loop skips the step of a mirror whose transport says no, that has no TCP
+// frame queued and nothing due: an idle member then costs the loop a few
+// loads, not a receive (the loop reads the clock once per turn for all).
+//
+// Arrived: datagrams have arrived, a due busy poll not counted. A server
+// on a Loop asks it for its PUNCHes, which need no busy polling: a
+// busy-poll syscall every few microseconds on a socket that carries one
+// PUNCH a second per mirror is pure cost, paid in every turn.
 type Peeker interface {
 	Pending(now time.Time) bool
-}
-
-// An Arriver is a Peeker that also tells whether datagrams have already
-// arrived, a busy poll that is due not counted. A server on a Loop asks it
-// for its PUNCHes, which need no busy polling: a busy-poll syscall every
-// few microseconds on a socket that carries one PUNCH a second per mirror
-// is pure cost, paid in every turn of the loop.
-type Arriver interface {
-	Peeker
 	Arrived() bool
 }
 

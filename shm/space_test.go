@@ -101,6 +101,17 @@ func smallTmpfs(t *testing.T, size string) string {
 	return dir
 }
 
+// tmpfsFile creates an empty file on a tmpfs of size, closed at the end.
+func tmpfsFile(t *testing.T, size string) *os.File {
+	t.Helper()
+	f, err := os.Create(filepath.Join(smallTmpfs(t, size), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
 // A full filesystem is ErrNoSpace when the ring is created, never a
 // SIGBUS when it is written.
 func TestFullFilesystem(t *testing.T) {
@@ -140,12 +151,7 @@ func TestFullFilesystem(t *testing.T) {
 // allocate reserves every block, and says ErrNoSpace when they are not
 // there, even where the free-space check passed (another writer took them).
 func TestAllocateNoSpace(t *testing.T) {
-	dir := smallTmpfs(t, "256k")
-	f, err := os.Create(filepath.Join(dir, "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tmpfsFile(t, "256k")
 	if err := allocate(f, 1<<20); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("allocate 1 MiB on 256 KiB: %v, want ErrNoSpace", err)
 	}
@@ -172,12 +178,7 @@ func TestAllocateNoSpace(t *testing.T) {
 // creation in CI) stops at any pending signal; this host's 6.18 finishes
 // the call, so here the test shows only that the chunks reserve it all.
 func TestAllocateInterrupted(t *testing.T) {
-	dir := smallTmpfs(t, "256m")
-	f, err := os.Create(filepath.Join(dir, "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
+	f := tmpfsFile(t, "256m")
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	tid, pid := unix.Gettid(), os.Getpid()
@@ -200,7 +201,7 @@ func TestAllocateInterrupted(t *testing.T) {
 	}()
 	const size = 128 << 20
 	start := time.Now()
-	err = allocate(f, size)
+	err := allocate(f, size)
 	took := time.Since(start)
 	close(stop)
 	sent := <-done

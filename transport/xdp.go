@@ -28,10 +28,10 @@ type XDPConfig struct {
 	Socket xdp.Config
 }
 
-// XDP is a Pollable Arriver: a Loop skips its idle members' receives.
+// XDP is a Pollable Peeker: a Loop skips its idle members' receives.
 var (
 	_ replica.Pollable = (*XDP)(nil)
-	_ replica.Arriver  = (*XDP)(nil)
+	_ replica.Peeker   = (*XDP)(nil)
 )
 
 // XDP is a replica.Transport over AF_XDP sockets, one per queue of the
@@ -126,7 +126,7 @@ func (x *XDP) Pending(now time.Time) bool {
 		return true
 	}
 	for _, s := range x.f.socks {
-		if s.PendingAt(now) {
+		if s.Pending(now) {
 			return true
 		}
 	}
@@ -135,7 +135,7 @@ func (x *XDP) Pending(now time.Time) bool {
 
 // Arrived reports, without a system call, whether datagrams are queued
 // for this transport or in the interface's RX rings (Pending without the
-// busy poll; see replica.Arriver).
+// busy poll; see replica.Peeker).
 func (x *XDP) Arrived() bool {
 	if x.in.pending.Load() > 0 {
 		return true

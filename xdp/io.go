@@ -88,13 +88,10 @@ func (s *Socket) busyPollDue(now time.Time, take bool) bool {
 }
 
 // Pending reports, without a system call and from any goroutine, whether
-// a Receive would have something to do: frames in the RX ring, or a
-// busy-poll syscall due (Config.BusyPoll).
-func (s *Socket) Pending() bool { return s.PendingAt(time.Now()) }
-
-// PendingAt is Pending with the caller's reading of the clock (a loop
-// polling many sockets reads it once).
-func (s *Socket) PendingAt(now time.Time) bool { return s.Readable() || s.busyPollDue(now, false) }
+// a Receive would have something to do at now: frames in the RX ring, or
+// a busy-poll syscall due (Config.BusyPoll). now is the caller's reading
+// of the clock (a loop polling many sockets reads it once).
+func (s *Socket) Pending(now time.Time) bool { return s.Readable() || s.busyPollDue(now, false) }
 
 // Release gives the frames of the last Receive back to the kernel (through
 // the fill ring) and wakes the kernel if it asks for it.

@@ -177,11 +177,20 @@ func (t *Pollable) OnArrival(notify func()) { t.p.OnArrival(notify) }
 // queued in the wrapper, or the inner transport's answer (true when it is
 // not a replica.Peeker).
 func (t *Pollable) Pending(now time.Time) bool {
+	return t.peek(func(p replica.Peeker) bool { return p.Pending(now) })
+}
+
+// Arrived is Pending without the inner transport's due busy poll.
+func (t *Pollable) Arrived() bool { return t.peek(replica.Peeker.Arrived) }
+
+// peek is true when datagrams are queued in the wrapper, else the inner
+// transport's answer to ask (true when it is not a replica.Peeker).
+func (t *Pollable) peek(ask func(replica.Peeker) bool) bool {
 	t.mu.Lock()
 	queued := len(t.queue) > 0
 	t.mu.Unlock()
 	if p, ok := t.Transport.Transport.(replica.Peeker); ok && !queued {
-		return p.Pending(now)
+		return ask(p)
 	}
 	return true
 }
