@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"testing"
@@ -112,5 +113,100 @@ func TestWaitWithHourlyStatus(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// statusCounts runs a fake source that acknowledges telemetry (and, with
+// onAsk, report on ask), sends records 1..5 one at a time 150 ms apart to
+// a mirror whose STATUS interval is 2 s (its catch-up rule would report
+// early after 100 ms), then a REPORT for record 5. It returns how many
+// STATUS frames came while the records went out, after the first (sent at
+// connection), and the Applied of the first STATUS after the REPORT.
+func statusCounts(t *testing.T, onAsk bool) (during int, answer uint64) {
+	p, _ := pairSource(t, 16)
+	geom := fakeGeometry(t)
+	type result struct {
+		during int
+		answer uint64
+	}
+	res := make(chan result, 1)
+	f := newFakeSource(t, p.A, p.AAddr, func(c net.Conn, _ uint64) error {
+		flags := wire.GeometryTelemetry
+		if onAsk {
+			flags |= wire.GeometryReportOnAsk
+		}
+		if _, err := c.Write(wire.AppendGeometry(nil, 1, flags, geom)); err != nil {
+			return err
+		}
+		statuses := make(chan wire.Status, 64)
+		go func() { // every STATUS the mirror sends, until the connection closes
+			defer close(statuses)
+			br := bufio.NewReader(c)
+			for {
+				var hb [wire.HeaderSize + wire.StatusSize]byte
+				if _, err := io.ReadFull(br, hb[:wire.HeaderSize]); err != nil {
+					return
+				}
+				h, err := wire.ParseHeader(hb[:], wire.StatusSize)
+				if err != nil || h.Kind != wire.KindStatus {
+					return
+				}
+				if _, err := io.ReadFull(br, hb[wire.HeaderSize:]); err != nil {
+					return
+				}
+				if st, err := wire.ParseStatus(h, hb[wire.HeaderSize:]); err == nil {
+					statuses <- st
+				}
+			}
+		}()
+		var r result
+		n := 0
+		for seq := uint64(1); seq <= 5; seq++ {
+			if _, err := c.Write(dataFrame(0, seq, 1, seq)); err != nil {
+				return err
+			}
+			time.Sleep(150 * time.Millisecond) // pacing: longer than the early rule's 100 ms
+		}
+		for len(statuses) > 0 {
+			<-statuses
+			n++
+		}
+		r.during = max(n-1, 0)
+		if _, err := c.Write(wire.AppendReport(nil, 5)); err != nil {
+			return err
+		}
+		select {
+		case st := <-statuses:
+			r.answer = st.Applied
+		case <-time.After(5 * time.Second): // the interval is 2 s: an answer must come first
+		}
+		res <- r
+		return nil
+	})
+	m, _ := f.mirror(t, replica.MirrorConfig{StatusInterval: 2 * time.Second, From: fromOldest, Once: true})
+	done := make(chan error, 1)
+	go func() { done <- runIn(p.B, m, 20*time.Second) }()
+	var r result
+	select {
+	case r = <-res:
+	case err := <-f.errc:
+		t.Fatalf("fake source: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("fake source did not finish")
+	}
+	<-done
+	return r.during, r.answer
+}
+
+// A mirror that reports on ask sends no early STATUS while records come
+// and none is asked for, and answers a REPORT at once; against a source
+// that did not acknowledge the extension it keeps reporting whenever it
+// catches up.
+func TestMirrorReportsOnlyWhenAsked(t *testing.T) {
+	if during, answer := statusCounts(t, true); during != 0 || answer != 5 {
+		t.Errorf("report on ask: %d early STATUS frames while records came, answer to REPORT(5) applied %d; want 0 and 5", during, answer)
+	}
+	if during, _ := statusCounts(t, false); during < 3 {
+		t.Errorf("an older source: %d early STATUS frames for 5 records 150 ms apart; want one after most", during)
 	}
 }
