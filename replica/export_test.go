@@ -1,5 +1,7 @@
 package replica
 
+import "github.com/ringfire/ringfire/internal/idle"
+
 // QueuedFrames is how many control frames the mirror's reader has queued
 // for the next Step (0 when not connected): tests wait on it instead of
 // sleeping.
@@ -33,4 +35,20 @@ func NewLoopTurner(l *Loop) *LoopTurner { return &LoopTurner{l: l} }
 func (t *LoopTurner) Turn() bool {
 	busy, _ := t.l.turn(&t.watched)
 	return busy
+}
+
+// RelayStats are the counts of the server's wake relay.
+func RelayStats(s *Server) idle.RelayStats { return s.relay.Stats() }
+
+// LiveSessions counts the sessions whose records the datagrams carry.
+func LiveSessions(s *Server) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ss := range s.sessions {
+		if ss.mode.Load() == modeLive {
+			n++
+		}
+	}
+	return n
 }

@@ -47,8 +47,17 @@ func (s *Server) rebuildDests() {
 	s.wakes.Store(&w)
 }
 
-// wakeSessions tells every session that the ring moved.
+// wakeSessions tells the sessions that sleep on their wake channel that
+// the ring moved (any goroutine, the sender's hot thread among them): the
+// relay's goroutine wakes them (fireWakes).
 func (s *Server) wakeSessions() {
+	if s.listening.Load() != 0 {
+		s.relay.Kick()
+	}
+}
+
+// fireWakes sends on every session's wake channel (the relay's goroutine).
+func (s *Server) fireWakes() {
 	for _, c := range *s.wakes.Load() {
 		select {
 		case c <- struct{}{}:

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
@@ -121,11 +122,22 @@ type Server struct {
 	// fresh slice each time: stored by rebuildDests under mu (from session
 	// goroutines and punchLoop), loaded by the sender every round.
 	dests atomic.Pointer[[]dest]
-	// wakes holds every session's wake channel: the sender, the only
-	// goroutine that sleeps on the ring's futex (a blocking system call
-	// that keeps its P), tells the sessions about new records. Stored by
-	// rebuildDests under mu, like dests; loaded by the sender.
+	// wakes holds every session's wake channel: the relay's goroutine
+	// tells the sessions about new records for the sender, the only
+	// goroutine that waits on the ring. Stored by rebuildDests under mu,
+	// like dests; loaded by fireWakes.
 	wakes atomic.Pointer[[]chan struct{}]
+	// relay carries "the ring moved" from the sender's hot thread to the
+	// sessions' writers (its goroutine sends on the wake channels; see
+	// idle.Relay for why not the sender itself). Made by NewServer, run
+	// by Serve, closed by Close.
+	relay *idle.Relay
+	// listening counts the session writers that sleep on their wake
+	// channel: each Adds 1, then loads write_seq, before it sleeps, and
+	// Adds -1 after; a sender that saw write_seq move loads it and Kicks
+	// the relay only when it is not 0. With both sides sequentially
+	// consistent, a writer that missed the records is counted.
+	listening atomic.Int32
 
 	// sendMu is held by whoever runs a sender round: the sender goroutine,
 	// or a Handoff caller that got it with TryLock. It guards every field
@@ -236,12 +248,18 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.tele = newTelemetry(ring.Layout().Capacity, ring.WriteSeq(), time.Now(), max(cfg.MirrorRows, 0))
 	s.dests.Store(&[]dest{})
 	s.wakes.Store(&[]chan struct{}{})
+	if s.relay, err = idle.NewRelay(s.fireWakes); err != nil {
+		ring.Close()
+		return nil, fmt.Errorf("replica: %w", err)
+	}
 	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
+		s.relay.Close()
 		ring.Close()
 		return nil, fmt.Errorf("replica: listen %s: %w", cfg.Bind, err)
 	}
 	if err := s.openDatagrams(); err != nil {
 		s.ln.Close()
+		s.relay.Close()
 		ring.Close()
 		return nil, err
 	}
@@ -326,6 +344,8 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.telemetryLoop(run) }()
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.relay.Run(run) }()
 	if s.udp != nil && !s.punchesInLoop() {
 		s.wg.Add(1)
 		go func() { defer s.wg.Done(); s.punchLoop(run) }()
@@ -423,6 +443,7 @@ func (s *Server) Close() error {
 	}
 	s.serving.Wait()
 	s.wg.Wait()
+	s.relay.Close()
 	return s.ring.Close()
 }
 

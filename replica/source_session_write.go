@@ -79,6 +79,7 @@ func (ss *session) writeLoop(ctx context.Context) error {
 			continue
 		}
 		w := s.ring.WriteSeq()
+		seen := w
 		if e := ss.catchUpEnd.Load(); mode == modeCatchUp && e != 0 {
 			w = min(w, e-1) // the history ends where the datagrams took over
 		}
@@ -99,9 +100,23 @@ func (ss *session) writeLoop(ctx context.Context) error {
 		if mode == modeCatchUp {
 			wait = time.Millisecond
 		}
-		ss.sleep(ctx, wait, true)
+		ss.sleepFor(ctx, wait, seen)
 	}
 	return nil
+}
+
+// sleepFor is sleep with the sender's wake-up, for records after seen
+// (write_seq when the writer last looked): it counts itself in
+// s.listening, so that the sender kicks the relay, then returns at once
+// if records came before the count could tell the sender.
+func (ss *session) sleepFor(ctx context.Context, d time.Duration, seen uint64) {
+	s := ss.srv
+	s.listening.Add(1)
+	defer s.listening.Add(-1)
+	if s.ring.WriteSeq() != seen {
+		return
+	}
+	ss.sleep(ctx, d, true)
 }
 
 // sleep waits at most d: for the wake channel (with wake: the sender's

@@ -19,6 +19,9 @@
 //	another goroutine queues work ──Waker.Notify──▶ gen++; if parked: write eventfd
 //	the loop: Round (read gen) → poll its sources → nothing → Idle:
 //	          parked = 1; gen changed since Round? return : ppoll; parked = 0
+//	a hot loop wakes goroutines ──Relay.Kick──▶ pending = 1; if parked: write
+//	          the Relay's eventfd ──(netpoller)──▶ Relay.Run calls fire on an
+//	          ordinary P (not through the hot loop's P: see Relay)
 //
 // The two shared words of a Waker, gen and parked, are sync/atomic
 // (sequentially consistent): the loop stores parked before it loads gen,
