@@ -123,10 +123,14 @@
 //     then notifies Run's Waker (an eventfd write only if Run sleeps); it
 //     ends with an error on a channel of its own, which Step returns once
 //     the frames queued before it are applied.
-//   - the status writer, when the source takes telemetry: it waits on a
-//     one-slot channel (the newest STATUS replaces an unsent one) and
-//     writes each frame with one Write; a failed write closes the
-//     connection, so that the reader, then Step, see the error.
+//   - the status writer, when the source takes telemetry: an idle.Relay
+//     parked in the netpoller on an eventfd, which the run loop kicks
+//     after it put a STATUS in a one-slot channel (the newest STATUS
+//     replaces an unsent one); it writes each frame with one Write. A
+//     failed write closes the connection, so that the reader, then Step,
+//     see the error. (A channel send from the run loop's hot thread
+//     would leave the writer in that thread's P's runnext slot, stolen
+//     only after a usleep(3) of about 50 µs: see idle.Relay.)
 //
 // MirrorConfig.Events is called from the goroutine that calls Run,
 // Connect, Step or Close.

@@ -52,3 +52,13 @@ func LiveSessions(s *Server) int {
 	}
 	return n
 }
+
+// StatusRelayStats are the counts of the status writer of the mirror's
+// connection (zero when not connected, or without telemetry); call it from
+// the goroutine that steps the mirror.
+func StatusRelayStats(m *Mirror) idle.RelayStats {
+	if m.c == nil || m.c.statusRelay == nil {
+		return idle.RelayStats{}
+	}
+	return m.c.statusRelay.Stats()
+}

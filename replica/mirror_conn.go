@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 )
@@ -54,6 +55,9 @@ type conn struct {
 	telemetry  bool
 	status     chan []byte
 	statusFree chan []byte
+	// statusRelay is the status writer (startStatus): the run loop kicks
+	// it after queueing a STATUS; close closes it, which ends it.
+	statusRelay *idle.Relay
 	// reportOnAsk: the source acknowledged HelloReportOnAsk: STATUS comes
 	// early only for a REPORT, once asked (its sequence; 0: none) is
 	// applied (the run loop's).
@@ -136,6 +140,9 @@ func (c *conn) close() {
 	c.once.Do(func() {
 		close(c.done)
 		c.tcp.Close()
+		if c.statusRelay != nil {
+			c.statusRelay.Close()
+		}
 		if c.udp != nil {
 			c.udp.Close()
 		}

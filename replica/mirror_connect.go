@@ -75,14 +75,17 @@ func (m *Mirror) Connect(ctx context.Context) error {
 		c.close()
 		return fmt.Errorf("mirror: handshake with %s: %w", m.cfg.Source, err)
 	}
+	if c.telemetry {
+		if err := c.startStatus(); err != nil {
+			c.close()
+			return fmt.Errorf("mirror: %w", err)
+		}
+	}
 	m.c = c
 	m.stats.Connects++
 	m.watch(c)
 	c.notify = m.notify
 	c.startReader(max(tcpFrameMax, m.shape.MaxRecord()))
-	if c.telemetry {
-		c.startStatus()
-	}
 	m.emit(MirrorConnected, nil, 0)
 	return nil
 }

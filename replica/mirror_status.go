@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"context"
 	"hash/fnv"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -75,6 +77,7 @@ func (m *Mirror) reportStatus(c *conn, now time.Time) {
 	b := wire.AppendStatus((<-c.statusFree)[:0], m.status()) // never waits: see statusBufs
 	select {
 	case c.status <- b:
+		c.statusRelay.Kick()
 		return
 	default:
 	}
@@ -84,37 +87,48 @@ func (m *Mirror) reportStatus(c *conn, now time.Time) {
 	default: // the writer took it meanwhile
 	}
 	c.status <- b // the queue is empty: only the run loop sends
+	c.statusRelay.Kick()
 }
 
 // statusBufs is how many STATUS buffers a connection has: the writer holds
 // at most one and the queue one, so the run loop always finds one free.
 const statusBufs = 3
 
-// startStatus starts the goroutine writing STATUS frames. Each frame is
-// one Write call: the connection serializes them with the run loop's NAKs.
-// A failed write closes the connection (a partial frame would corrupt the
-// stream); the run loop then sees the error and reconnects.
-func (c *conn) startStatus() {
+// startStatus starts the goroutine writing STATUS frames: the relay's,
+// parked in the netpoller until the run loop kicks it (reportStatus), so
+// that the mirror's hot thread readies no goroutine itself (idle.Relay).
+// Each frame is one Write call: the connection serializes them with the
+// run loop's NAKs. A failed write closes the connection (a partial frame
+// would corrupt the stream); the run loop then sees the error and
+// reconnects.
+func (c *conn) startStatus() error {
 	c.status, c.statusFree = make(chan []byte, 1), make(chan []byte, statusBufs)
 	for range statusBufs {
 		c.statusFree <- make([]byte, 0, wire.HeaderSize+wire.StatusSize)
 	}
+	r, err := idle.NewRelay(c.writeStatus)
+	if err != nil {
+		return err
+	}
+	c.statusRelay = r
 	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		for {
-			select {
-			case <-c.done:
-				return
-			case b := <-c.status:
-				c.tcp.SetWriteDeadline(time.Now().Add(statusWriteTimeout))
-				_, err := c.tcp.Write(b)
-				c.statusFree <- b
-				if err != nil {
-					c.tcp.Close()
-					return
-				}
-			}
-		}
-	}()
+	go func() { defer c.wg.Done(); r.Run(context.Background()) }() // ends when close closes r
+	return nil
+}
+
+// writeStatus writes the queued STATUS, if one is (the relay's goroutine).
+func (c *conn) writeStatus() {
+	var b []byte
+	select {
+	case b = <-c.status:
+	default:
+		return
+	}
+	c.tcp.SetWriteDeadline(time.Now().Add(statusWriteTimeout))
+	_, err := c.tcp.Write(b)
+	c.statusFree <- b
+	if err != nil {
+		c.tcp.Close()
+		c.statusRelay.Close()
+	}
 }

@@ -4,6 +4,8 @@ package replica_test
 // server's wake relay, and only when a writer sleeps on it.
 
 import (
+	"context"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,5 +46,40 @@ func TestLiveDatagramsKickNoRelay(t *testing.T) {
 	wantAll(t, st, 2010, "")
 	if after := replica.RelayStats(srv); after != before {
 		t.Fatalf("relay %+v → %+v while no writer listened", before, after)
+	}
+}
+
+// A mirror's STATUS leaves through its status relay: the run loop kicks
+// it, its goroutine writes the frame, and the source's Wait hears it.
+func TestStatusWrittenByRelay(t *testing.T) {
+	p, src := pairSource(t, 1024)
+	srv := src.serve(replica.ServerConfig{})
+	src.push(5)
+	m := newMirrorOf(t, src, p.BAddr, replica.MirrorConfig{TCPOnly: true, From: fromOldest,
+		Ring: filepath.Join(t.TempDir(), "mirror"), StatusInterval: time.Hour})
+	defer m.Close()
+	connectIn(t, p.B, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan int, 1)
+	go func() { n, _ := srv.Wait(ctx, 1, 5); done <- n }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := m.Step(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case n := <-done:
+			if n != 1 {
+				t.Fatalf("Wait(1, 5) = %d", n)
+			}
+			if st := replica.StatusRelayStats(m); st.Writes == 0 || st.Fires == 0 {
+				t.Fatalf("status relay %+v: the STATUS did not go through it", st)
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Wait never returned; status relay %+v", replica.StatusRelayStats(m))
+		}
 	}
 }

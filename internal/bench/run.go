@@ -197,9 +197,9 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 	var steps []step
 	if has("stages") {
 		tr := bestOf(cfg.Transports)
-		for _, rate := range cfg.StageRates {
+		for i, rate := range cfg.StageRates {
 			steps = append(steps, step{fmt.Sprintf("stages over %s at %d/s", tr, rate), func(r *rig) error {
-				ls, err := r.stages(tr, cfg.Record, cfg.Stages, rate)
+				ls, err := r.stages(tr, cfg.Record, cfg.Stages, rate, i == 0)
 				rep.Stages = append(rep.Stages, ls...)
 				return err
 			}})

@@ -20,7 +20,9 @@ const stageRate = 20_000
 // the ring itself), on a mirror on the same host (TCP to the source), on a
 // mirror on the other host over tr, and through a hub (the other host
 // mirrors and serves again; a leaf on the source host mirrors the hub).
-func (r *rig) stages(tr string, size int, d time.Duration, rate int) ([]Latency, error) {
+// With acks it then times the source's Wait for its two mirrors
+// (waitAcks).
+func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
 	defer r.reset()
 	p := r.pair
 	src, err := r.newSource(p.A, p.AAddr, "S", size, 1<<16, tr, 0, nil)
@@ -68,7 +70,11 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int) ([]Latency,
 	for i, h := range hs {
 		out[i] = Latency{Name: fmt.Sprintf("%s at %s/s", names[i], fmtSI(float64(rate))), Lat: h.percentiles()}
 	}
-	return out, nil
+	if !acks {
+		return out, nil
+	}
+	ls, err := r.waitAcks(src, 2)
+	return append(out, ls...), err
 }
 
 // measure pushes at rate for d (after a warm-up) while one goroutine
