@@ -56,8 +56,15 @@ func (s *Server) wakeSessions() {
 	}
 }
 
-// fireWakes sends on every session's wake channel (the relay's goroutine).
+// fireWakes sends on every session's wake channel, and on the telemetry
+// loop's when wakeTelemetry asked (the relay's goroutine).
 func (s *Server) fireWakes() {
+	if s.teleDue.Swap(false) {
+		select {
+		case s.teleWake <- struct{}{}:
+		default:
+		}
+	}
 	for _, c := range *s.wakes.Load() {
 		select {
 		case c <- struct{}{}:

@@ -165,10 +165,14 @@ type Server struct {
 	tele   *telemetry // the table of mirrors
 	// teleIdle: the telemetry loop sleeps seqIdleEvery because write_seq
 	// stood still. Stored true by the loop, taken back (CompareAndSwap) by
-	// the sender when write_seq moves, which then sends on teleWake
-	// (capacity 1): the loop samples at once and ticks fast again.
+	// the sender when write_seq moves, which then has the relay send on
+	// teleWake (capacity 1): the loop samples at once and ticks fast again.
 	teleIdle atomic.Bool
 	teleWake chan struct{}
+	// teleDue: wakeTelemetry took teleIdle back and kicked the relay,
+	// whose fireWakes swaps it to false and sends on teleWake (Store
+	// before the Kick, Swap in the fire: the Kick publishes it).
+	teleDue atomic.Bool
 	// stop is the state of a graceful stop (source_stop.go).
 	stop stopState
 }

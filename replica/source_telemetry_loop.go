@@ -41,13 +41,11 @@ func (s *Server) telemetryLoop(ctx context.Context) {
 }
 
 // wakeTelemetry wakes an idle telemetry loop (the sender, when write_seq
-// moved).
+// moved), through the relay (fireWakes), as the sessions are.
 func (s *Server) wakeTelemetry() {
 	if s.teleIdle.Load() && s.teleIdle.CompareAndSwap(true, false) {
-		select {
-		case s.teleWake <- struct{}{}:
-		default:
-		}
+		s.teleDue.Store(true)
+		s.relay.Kick()
 	}
 }
 
