@@ -122,7 +122,13 @@
 //     frame channel (256 deep: it blocks when the mirror falls behind),
 //     then notifies Run's Waker (an eventfd write only if Run sleeps); it
 //     ends with an error on a channel of its own, which Step returns once
-//     the frames queued before it are applied.
+//     the frames queued before it are applied. A mirror without datagrams
+//     on a plain TCP connection, outside a Loop, has no reader: the step
+//     reads the socket itself without blocking (tcpReader, direct mode:
+//     read(2) on the descriptor, not through Go's poller) and Run sleeps
+//     in ppoll on it. That saves the reader's wake-up and the Waker's, two
+//     of a same-host mirror's four thread wake-ups per record; the socket
+//     stays in Go's poller, whose epoll thread may still wake for it.
 //   - the status writer, when the source takes telemetry: an idle.Relay
 //     parked in the netpoller on an eventfd, which the run loop kicks
 //     after it put a STATUS in a one-slot channel (the newest STATUS

@@ -9,6 +9,9 @@ func QueuedFrames(m *Mirror) int {
 	if m.c == nil {
 		return 0
 	}
+	if m.c.direct != nil {
+		return m.c.direct.whole()
+	}
 	return len(m.c.frames)
 }
 
@@ -62,3 +65,8 @@ func StatusRelayStats(m *Mirror) idle.RelayStats {
 	}
 	return m.c.statusRelay.Stats()
 }
+
+// DirectTCP reports whether the mirror's run loop reads its control
+// connection itself (no reader goroutine); call it from the goroutine that
+// steps the mirror.
+func DirectTCP(m *Mirror) bool { return m.c != nil && m.c.direct != nil }

@@ -35,6 +35,10 @@ type conn struct {
 	// notify wakes the mirror's loop after the reader queued a frame or
 	// its error (Mirror.notify; set before the reader starts).
 	notify func()
+	// direct, when set, is the run loop's own reader of tcp (a plain
+	// connection without datagrams, outside a Loop): no reader goroutine
+	// runs, frames and errc stay empty.
+	direct *tcpReader
 
 	udp  Transport
 	mc   wire.Multicast
@@ -102,7 +106,7 @@ func (c *conn) readLoop(maxLen int) error {
 		}
 		buf := c.buffer(int(h.Len))
 		if _, err := io.ReadFull(c.br, buf[:h.Len]); err != nil {
-			return eofErr(err)
+			return payloadErr(err)
 		}
 		select {
 		case c.frames <- tcpFrame{h: h, p: buf[:h.Len], buf: buf}:

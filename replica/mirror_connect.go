@@ -81,11 +81,17 @@ func (m *Mirror) Connect(ctx context.Context) error {
 			return fmt.Errorf("mirror: %w", err)
 		}
 	}
+	maxLen := max(tcpFrameMax, m.shape.MaxRecord())
+	if m.cfg.Loop == nil && c.udp == nil {
+		c.direct = directReader(c.tcp, c.br, maxLen) // nil for TLS
+	}
 	m.c = c
 	m.stats.Connects++
 	m.watch(c)
 	c.notify = m.notify
-	c.startReader(max(tcpFrameMax, m.shape.MaxRecord()))
+	if c.direct == nil {
+		c.startReader(maxLen)
+	}
 	m.emit(MirrorConnected, nil, 0)
 	return nil
 }

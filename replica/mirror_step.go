@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica/wire"
 )
@@ -95,6 +97,9 @@ func (m *Mirror) finishStep(c *conn, now time.Time) error {
 
 // drainTCP handles up to limit queued control frames.
 func (m *Mirror) drainTCP(c *conn, limit int) (int, error) {
+	if c.direct != nil {
+		return m.drainDirect(c.direct, limit)
+	}
 	n := 0
 	for n < limit {
 		select {
@@ -119,8 +124,29 @@ func (m *Mirror) drainTCP(c *conn, limit int) (int, error) {
 	return n, nil
 }
 
+// drainDirect handles up to limit control frames read from the socket.
+func (m *Mirror) drainDirect(t *tcpReader, limit int) (int, error) {
+	n := 0
+	for n < limit {
+		h, p, ok, err := t.next()
+		if err != nil || !ok {
+			return n, err
+		}
+		n++
+		if err := m.handleTCP(h, p); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
 // waitTCP blocks up to wait (negative: forever) for one control frame.
 func (m *Mirror) waitTCP(c *conn, wait time.Duration) (int, error) {
+	if c.direct != nil {
+		fds := []unix.PollFd{{Fd: int32(c.direct.fd), Events: unix.POLLIN}}
+		unix.Poll(fds, int(wait.Milliseconds())) // readable, or the time passed: the drain tells
+		return m.drainDirect(c.direct, 1)
+	}
 	var timeout <-chan time.Time
 	if wait > 0 {
 		t := time.NewTimer(wait)

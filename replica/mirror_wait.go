@@ -13,7 +13,9 @@ import (
 // wakes it:
 //
 //	a datagram         the kernel makes a transport descriptor readable
-//	a TCP frame        conn.readLoop queues it, then notify (Waker.Notify)
+//	a TCP frame        conn.readLoop queues it, then notify (Waker.Notify);
+//	                   direct (tcpReader): the kernel makes the socket
+//	                   readable
 //	a shared AF_XDP    the transport that drained it queues it in ours,
 //	  socket's frame   then calls what OnArrival gave it (Waker.Notify)
 //	ctx done           context.AfterFunc calls Waker.Notify
@@ -51,7 +53,11 @@ func (m *Mirror) notify() { m.waker.Notify() }
 func (m *Mirror) watch(c *conn) {
 	m.pollable = true
 	if c.udp == nil {
-		m.idler.Watch()
+		if c.direct != nil {
+			m.idler.Watch(c.direct.fd)
+		} else {
+			m.idler.Watch()
+		}
 		return
 	}
 	p, ok := c.udp.(Pollable)

@@ -32,9 +32,18 @@ func readFrameInto(br *bufio.Reader, maxLen int, buf []byte) (wire.Header, []byt
 	}
 	p = p[:h.Len]
 	if _, err := io.ReadFull(br, p); err != nil {
-		return h, nil, eofErr(err)
+		return h, nil, payloadErr(err)
 	}
 	return h, p, nil
+}
+
+// payloadErr is eofErr for a payload's read: after a whole header, the
+// end of the stream is mid-frame, not between frames.
+func payloadErr(err error) error {
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	return eofErr(err)
 }
 
 // eofErr names a peer's disconnection: cleanly between frames

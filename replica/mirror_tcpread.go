@@ -1,0 +1,187 @@
+package replica
+
+import (
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/replica/wire"
+)
+
+// tcpReader splits the control stream into frames for a mirror's run loop
+// that reads its socket itself (direct mode: a plain TCP connection
+// without datagrams, outside a Loop). No reader goroutine, no queue, no
+// wake-up stands between the socket and the loop, which sleeps in ppoll
+// on the socket. It is used by the run loop's goroutine only.
+type tcpReader struct {
+	src    func(p []byte) (int, error) // reads what is there without blocking: errAgain when nothing is
+	fd     int                         // the socket, for the loop's ppoll (-1: none)
+	buf    []byte
+	r, w   int // the unread bytes are buf[r:w]
+	maxLen int // a frame's payload limit
+	err    error
+}
+
+// errAgain is a source's "nothing to read now".
+var errAgain = errors.New("replica: nothing to read")
+
+const (
+	tcpReadBuf = 256 << 10 // a direct reader's buffer
+	tcpReadMin = 16 << 10  // below this room at its end, the unread bytes move to the front
+)
+
+// newTCPReader reads frames of at most maxLen payload bytes from src,
+// starting with pre (what a handshake's buffered reader read ahead).
+func newTCPReader(src func([]byte) (int, error), fd, maxLen int, pre []byte) *tcpReader {
+	t := &tcpReader{src: src, fd: fd, maxLen: maxLen, buf: make([]byte, max(tcpReadBuf, len(pre)))}
+	t.w = copy(t.buf, pre)
+	return t
+}
+
+// directReader is the direct reader of a plain TCP connection, or nil for
+// any other (TLS) connection. It takes what br buffered past the
+// handshake.
+func directReader(tcp net.Conn, br interface {
+	Buffered() int
+	Peek(int) ([]byte, error)
+}, maxLen int) *tcpReader {
+	tc, ok := tcp.(*net.TCPConn)
+	if !ok {
+		return nil
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	fd := -1
+	if rc.Control(func(s uintptr) { fd = int(s) }) != nil || fd < 0 {
+		return nil
+	}
+	pre, _ := br.Peek(br.Buffered()) // never reads: only what is buffered
+	return newTCPReader(rawSource(rc), fd, maxLen, pre)
+}
+
+// rawSource reads a socket without blocking and without Go's poller: a
+// read(2) on its descriptor (rc.Read with a function that never asks to
+// wait). It allocates nothing per call.
+func rawSource(rc syscall.RawConn) func([]byte) (int, error) {
+	var (
+		p   []byte
+		n   int
+		err error
+	)
+	read := func(fd uintptr) bool {
+		for {
+			n, err = unix.Read(int(fd), p)
+			if err != unix.EINTR {
+				return true
+			}
+		}
+	}
+	return func(b []byte) (int, error) {
+		p, n, err = b, 0, nil
+		if cerr := rc.Read(read); cerr != nil {
+			return 0, cerr
+		}
+		p = nil
+		switch {
+		case err == unix.EAGAIN:
+			return 0, errAgain
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// next returns the next whole frame, reading the socket when the buffer
+// holds none; ok false and no error: none has arrived. The payload is a
+// view of the buffer, valid until the next call. An error ends the stream:
+// the peer's (a clean close between frames is ErrPeerClosed), or a frame
+// that breaks the protocol.
+func (t *tcpReader) next() (h wire.Header, p []byte, ok bool, err error) {
+	for {
+		if h, p, ok, err = t.frame(); ok || err != nil {
+			return h, p, ok, err
+		}
+		if t.err != nil {
+			if t.err == io.EOF && t.w > t.r {
+				return h, nil, false, eofErr(io.ErrUnexpectedEOF)
+			}
+			return h, nil, false, eofErr(t.err)
+		}
+		if !t.fill() {
+			return h, nil, false, nil
+		}
+	}
+}
+
+// frame takes the next whole frame the buffer holds, making room for one
+// that is larger than the buffer.
+func (t *tcpReader) frame() (wire.Header, []byte, bool, error) {
+	if t.w-t.r < wire.HeaderSize {
+		return wire.Header{}, nil, false, nil
+	}
+	h, err := wire.ParseHeader(t.buf[t.r:t.w], t.maxLen)
+	if err != nil {
+		return h, nil, false, err
+	}
+	size := wire.HeaderSize + int(h.Len)
+	if t.w-t.r < size {
+		if size > len(t.buf) {
+			nb := make([]byte, size)
+			t.w = copy(nb, t.buf[t.r:t.w])
+			t.buf, t.r = nb, 0
+		}
+		return h, nil, false, nil
+	}
+	p := t.buf[t.r+wire.HeaderSize : t.r+size]
+	t.r += size
+	return h, p, true, nil
+}
+
+// fill reads once into the buffer; it reports whether the read brought
+// bytes or ended the stream (t.err).
+func (t *tcpReader) fill() bool {
+	if t.r == t.w {
+		t.r, t.w = 0, 0
+	} else if len(t.buf)-t.w < tcpReadMin && t.r > 0 {
+		t.w = copy(t.buf, t.buf[t.r:t.w])
+		t.r = 0
+	}
+	if t.w == len(t.buf) { // a frame as large as the buffer, not yet whole
+		return false
+	}
+	n, err := t.src(t.buf[t.w:])
+	t.w += n
+	switch {
+	case err == errAgain:
+		return n > 0
+	case err != nil:
+		t.err = err
+		return true
+	}
+	return n > 0
+}
+
+// whole counts the whole frames the buffer holds after reading what the
+// socket has (tests: what one Step will meet).
+func (t *tcpReader) whole() int {
+	for t.fill() && t.err == nil {
+	}
+	n := 0
+	for r := t.r; t.w-r >= wire.HeaderSize; n++ {
+		h, err := wire.ParseHeader(t.buf[r:t.w], t.maxLen)
+		if err != nil || t.w-r < wire.HeaderSize+int(h.Len) {
+			break
+		}
+		r += wire.HeaderSize + int(h.Len)
+	}
+	return n
+}
