@@ -58,6 +58,9 @@ func (r *Report) machineRows() [][2]string {
 	add("gomaxprocs", strconv.Itoa(m.Procs))
 	add("load", m.Load)
 	add("network", m.Network)
+	if m.Stall.Readings > 0 {
+		add("stalls", m.Stall.String())
+	}
 	if !r.Started.IsZero() {
 		add("started", r.Started.Format(time.RFC3339))
 	}

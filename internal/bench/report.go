@@ -38,6 +38,8 @@ type Machine struct {
 	Load    string `json:"load"` // /proc/loadavg at the start
 	Procs   int    `json:"gomaxprocs"`
 	Network string `json:"network"`
+	// Stall: the machine's own pauses, measured before the run.
+	Stall Stall `json:"stall"`
 }
 
 // Duration marshals as a string ("1.5s").

@@ -135,6 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer r.close()
 	rep := &Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
 	rep.Machine.Procs = runtime.GOMAXPROCS(0)
+	rep.Machine.Stall = measureStall(2 * cfg.Stages)
 	steps := plan(&cfg, rep)
 	for _, s := range steps {
 		if err := ctx.Err(); err != nil {

@@ -1,0 +1,46 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+// Stall is what one thread reading the clock in a loop saw before the
+// run, with nothing else of the run going: the gaps between two readings
+// are times it did not run. On a VM they are the hypervisor's (steal
+// time), and no latency of the run can be lower than they allow.
+type Stall struct {
+	For      Duration `json:"for"`
+	Max      Duration `json:"max"`
+	Over1ms  int      `json:"over_1ms"`
+	Over5ms  int      `json:"over_5ms"`
+	Readings int      `json:"readings"`
+}
+
+func (s Stall) String() string {
+	return fmt.Sprintf("longest %v; %d gaps over 1 ms, %d over 5 ms in %v (a lone thread reading the clock)",
+		time.Duration(s.Max).Round(time.Microsecond), s.Over1ms, s.Over5ms, time.Duration(s.For))
+}
+
+// measureStall reads the clock on a locked thread for d.
+func measureStall(d time.Duration) Stall {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	st := Stall{For: Duration(d)}
+	start := time.Now()
+	last := start
+	for now := start; now.Sub(start) < d; now = time.Now() {
+		gap := now.Sub(last)
+		last = now
+		st.Readings++
+		st.Max = max(st.Max, Duration(gap))
+		if gap > time.Millisecond {
+			st.Over1ms++
+		}
+		if gap > 5*time.Millisecond {
+			st.Over5ms++
+		}
+	}
+	return st
+}
