@@ -126,7 +126,8 @@
 //     on a plain TCP connection, outside a Loop, has no reader: the step
 //     reads the socket itself without blocking (tcpReader, direct mode:
 //     read(2) on the descriptor, not through Go's poller) and Run sleeps
-//     in ppoll on it. That saves the reader's wake-up and the Waker's, two
+//     in ppoll on it; its socket asks for an 8 MiB receive buffer, where
+//     the reader read ahead. That saves the reader's wake-up and the Waker's, two
 //     of a same-host mirror's four thread wake-ups per record; the socket
 //     stays in Go's poller, whose epoll thread may still wake for it.
 //   - the status writer, when the source takes telemetry: an idle.Relay

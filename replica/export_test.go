@@ -40,6 +40,10 @@ func (t *LoopTurner) Turn() bool {
 	return busy
 }
 
+// SessionKicks counts the times the server kicked its relay for the
+// sessions' writers.
+func SessionKicks(s *Server) uint64 { return s.sessionKicks.Load() }
+
 // RelayStats are the counts of the server's wake relay.
 func RelayStats(s *Server) idle.RelayStats { return s.relay.Stats() }
 

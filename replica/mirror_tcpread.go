@@ -29,15 +29,21 @@ type tcpReader struct {
 // errAgain is a source's "nothing to read now".
 var errAgain = errors.New("replica: nothing to read")
 
-const (
-	tcpReadBuf = 256 << 10 // a direct reader's buffer
-	tcpReadMin = 16 << 10  // below this room at its end, the unread bytes move to the front
-)
+// directRcvBuf is the receive buffer a direct reader asks its socket for
+// (SO_RCVBUFFORCE where permitted, else SO_RCVBUF up to rmem_max): with no
+// reader goroutine reading ahead (up to 256 frames of 64 KiB), the kernel
+// holds a burst while the loop is busy.
+const directRcvBuf = 8 << 20
 
-// newTCPReader reads frames of at most maxLen payload bytes from src,
-// starting with pre (what a handshake's buffered reader read ahead).
-func newTCPReader(src func([]byte) (int, error), fd, maxLen int, pre []byte) *tcpReader {
-	t := &tcpReader{src: src, fd: fd, maxLen: maxLen, buf: make([]byte, max(tcpReadBuf, len(pre)))}
+// tcpReadBuf is a direct reader's buffer size; below a quarter of it
+// free at its end, the unread bytes move to the front before a read.
+const tcpReadBuf = 256 << 10
+
+// newTCPReader reads frames of at most maxLen payload bytes from src into a
+// buffer of size bytes (it grows for a larger frame), starting with pre
+// (what a handshake's buffered reader read ahead).
+func newTCPReader(src func([]byte) (int, error), fd, maxLen, size int, pre []byte) *tcpReader {
+	t := &tcpReader{src: src, fd: fd, maxLen: maxLen, buf: make([]byte, max(size, len(pre), wire.HeaderSize))}
 	t.w = copy(t.buf, pre)
 	return t
 }
@@ -58,11 +64,15 @@ func directReader(tcp net.Conn, br interface {
 		return nil
 	}
 	fd := -1
-	if rc.Control(func(s uintptr) { fd = int(s) }) != nil || fd < 0 {
+	ctl := func(s uintptr) {
+		fd = int(s)
+		setBuffer(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, directRcvBuf)
+	}
+	if rc.Control(ctl) != nil || fd < 0 {
 		return nil
 	}
 	pre, _ := br.Peek(br.Buffered()) // never reads: only what is buffered
-	return newTCPReader(rawSource(rc), fd, maxLen, pre)
+	return newTCPReader(rawSource(rc), fd, maxLen, tcpReadBuf, pre)
 }
 
 // rawSource reads a socket without blocking and without Go's poller: a
@@ -122,8 +132,10 @@ func (t *tcpReader) next() (h wire.Header, p []byte, ok bool, err error) {
 	}
 }
 
-// frame takes the next whole frame the buffer holds, making room for one
-// that is larger than the buffer.
+// frame takes the next whole frame the buffer holds; for one that is not
+// whole yet, it makes room: the buffer grows for a frame larger than it,
+// and the unread bytes move to the front for one that would run past its
+// end.
 func (t *tcpReader) frame() (wire.Header, []byte, bool, error) {
 	if t.w-t.r < wire.HeaderSize {
 		return wire.Header{}, nil, false, nil
@@ -134,10 +146,14 @@ func (t *tcpReader) frame() (wire.Header, []byte, bool, error) {
 	}
 	size := wire.HeaderSize + int(h.Len)
 	if t.w-t.r < size {
-		if size > len(t.buf) {
+		switch {
+		case size > len(t.buf):
 			nb := make([]byte, size)
 			t.w = copy(nb, t.buf[t.r:t.w])
 			t.buf, t.r = nb, 0
+		case t.r+size > len(t.buf):
+			t.w = copy(t.buf, t.buf[t.r:t.w])
+			t.r = 0
 		}
 		return h, nil, false, nil
 	}
@@ -151,7 +167,7 @@ func (t *tcpReader) frame() (wire.Header, []byte, bool, error) {
 func (t *tcpReader) fill() bool {
 	if t.r == t.w {
 		t.r, t.w = 0, 0
-	} else if len(t.buf)-t.w < tcpReadMin && t.r > 0 {
+	} else if len(t.buf)-t.w < len(t.buf)/4 && t.r > 0 {
 		t.w = copy(t.buf, t.buf[t.r:t.w])
 		t.r = 0
 	}

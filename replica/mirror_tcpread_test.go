@@ -58,11 +58,12 @@ func refFrames(stream []byte, maxLen int) ([]fzFrame, error) {
 	}
 }
 
-// directFrames is what a tcpReader makes of stream, pre of it read ahead.
-func directFrames(t *testing.T, stream, sizes []byte, pre, maxLen int) ([]fzFrame, error) {
+// directFrames is what a tcpReader with a buffer of buf bytes makes of
+// stream, pre of it read ahead.
+func directFrames(t *testing.T, stream, sizes []byte, pre, maxLen, buf int) ([]fzFrame, error) {
 	pre = min(pre, len(stream))
 	src := &chunkSource{data: stream[pre:], sizes: sizes}
-	tr := newTCPReader(src.read, -1, maxLen, stream[:pre])
+	tr := newTCPReader(src.read, -1, maxLen, buf, stream[:pre])
 	var out []fzFrame
 	for range 4*len(stream) + 8 {
 		h, p, ok, err := tr.next()
@@ -83,13 +84,15 @@ func FuzzTCPReader(f *testing.F) {
 	var hb [wire.HeaderSize]byte
 	wire.Header{Kind: wire.KindHeartbeat, Seq: 3}.Put(hb[:])
 	b = append(b, hb[:]...)
-	f.Add(b, []byte{0, 7, 200}, uint8(5))
-	f.Add(b[:len(b)-3], []byte{}, uint8(0))
-	f.Add(append(bytes.Clone(b), 0xFF, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), []byte{15}, uint8(40))
-	f.Fuzz(func(t *testing.T, stream, sizes []byte, pre uint8) {
+	f.Add(b, []byte{0, 7, 200}, uint8(5), uint8(0))
+	f.Add(b[:len(b)-3], []byte{}, uint8(0), uint8(3))
+	f.Add(append(bytes.Clone(b), 0xFF, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15), []byte{15}, uint8(40), uint8(255))
+	f.Fuzz(func(t *testing.T, stream, sizes []byte, pre, buf uint8) {
 		const maxLen = 1024
 		want, wantErr := refFrames(stream, maxLen)
-		got, gotErr := directFrames(t, stream, sizes, int(pre), maxLen)
+		// A buffer of 16..526 bytes: frames that grow it, and frames that
+		// run past its end and move to the front.
+		got, gotErr := directFrames(t, stream, sizes, int(pre), maxLen, wire.HeaderSize+2*int(buf))
 		if len(got) != len(want) {
 			t.Fatalf("%d frames, the goroutine reader %d", len(got), len(want))
 		}
@@ -114,7 +117,7 @@ func dataFrameOf(first uint64, n int) []byte {
 // A frame larger than the buffer grows it, and is whole once it arrived.
 func TestTCPReaderLargeFrame(t *testing.T) {
 	big := dataFrameOf(1, tcpReadBuf/8+100)
-	got, err := directFrames(t, append(big, dataFrameOf(1+tcpReadBuf/8+100, 2)...), nil, 0, len(big))
+	got, err := directFrames(t, append(big, dataFrameOf(1+tcpReadBuf/8+100, 2)...), nil, 0, len(big), tcpReadBuf)
 	if len(got) != 2 || err != ErrPeerClosed {
 		t.Fatalf("%d frames, %v; want 2 and ErrPeerClosed", len(got), err)
 	}
@@ -124,7 +127,7 @@ func TestTCPReaderLargeFrame(t *testing.T) {
 func TestTCPReaderAllocs(t *testing.T) {
 	frame := dataFrameOf(1, 4)
 	src := func(p []byte) (int, error) { return copy(p, frame), nil }
-	tr := newTCPReader(src, -1, 1024, nil)
+	tr := newTCPReader(src, -1, 1024, tcpReadBuf, nil)
 	if n := testing.AllocsPerRun(1000, func() {
 		if _, _, ok, err := tr.next(); !ok || err != nil {
 			t.Fatal(ok, err)

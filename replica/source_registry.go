@@ -52,6 +52,7 @@ func (s *Server) rebuildDests() {
 // relay's goroutine wakes them (fireWakes).
 func (s *Server) wakeSessions() {
 	if s.listening.Load() != 0 {
+		s.sessionKicks.Add(1)
 		s.relay.Kick()
 	}
 }

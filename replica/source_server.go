@@ -138,6 +138,8 @@ type Server struct {
 	// the relay only when it is not 0. With both sides sequentially
 	// consistent, a writer that missed the records is counted.
 	listening atomic.Int32
+	// sessionKicks counts wakeSessions' Kicks (Add; tests Load it).
+	sessionKicks atomic.Uint64
 
 	// sendMu is held by whoever runs a sender round: the sender goroutine,
 	// or a Handoff caller that got it with TryLock. It guards every field

@@ -91,10 +91,10 @@ func (r *Relay) Run(ctx context.Context) {
 	for ctx.Err() == nil {
 		r.parked.Store(1)
 		if r.pending.Swap(0) == 0 {
-			if _, err := r.f.Read(b[:]); errors.Is(err, os.ErrClosed) {
-				return
-			} else if err != nil {
+			if _, err := r.f.Read(b[:]); errors.Is(err, os.ErrDeadlineExceeded) {
 				continue // ctx ended (the deadline in the past): the loop checks
+			} else if err != nil {
+				return // closed
 			}
 			r.pending.Store(0) // the Kicks that wrote it are the ones this fire serves
 		}
