@@ -101,7 +101,8 @@
 // A Mirror works in the goroutine that calls Run (or Connect and Step):
 // it dials and does the handshake synchronously, then steps. Run locks
 // that goroutine to its OS thread (pinned with MirrorConfig.Pin). A step
-// takes the control frames queued by the reader (a channel), receives
+// takes the control frames queued by the reader (a channel; or reads
+// them from the socket itself, direct mode below), receives
 // datagrams with Transport.RecvBatch without waiting, writes the records
 // into the mirror ring and publishes write_seq there after each datagram
 // (shm wakes the ring's futex waiters, the mirror's local readers), writes
@@ -114,8 +115,8 @@
 // and that the end of Run's context writes; the sleep is bounded by the
 // next NAK repeat, punch or STATUS. A transport that is not Pollable is
 // waited for in RecvBatch (1 ms) instead. Between connections Run
-// waits MirrorConfig.Reconnect on a timer. Two goroutines live with each
-// connection:
+// waits MirrorConfig.Reconnect on a timer. Up to two goroutines live with
+// each connection:
 //
 //   - the reader (conn.readLoop), parked in the netpoller on the TCP
 //     connection, parses frames into pooled buffers and queues them on the
@@ -127,9 +128,10 @@
 //     reads the socket itself without blocking (tcpReader, direct mode:
 //     read(2) on the descriptor, not through Go's poller) and Run sleeps
 //     in ppoll on it; its socket asks for an 8 MiB receive buffer, where
-//     the reader read ahead. That saves the reader's wake-up and the Waker's, two
-//     of a same-host mirror's four thread wake-ups per record; the socket
-//     stays in Go's poller, whose epoll thread may still wake for it.
+//     the reader read ahead. That saves the reader's wake-up and the
+//     Waker's, two of a same-host mirror's four thread wake-ups per
+//     record; the socket stays in Go's poller, whose epoll thread may
+//     still wake for it.
 //   - the status writer, when the source takes telemetry: an idle.Relay
 //     parked in the netpoller on an eventfd, which the run loop kicks
 //     after it put a STATUS in a one-slot channel (the newest STATUS
