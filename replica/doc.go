@@ -48,6 +48,13 @@
 //     of a transport is in Go's poller for good, so no datagram and no
 //     freed send buffer wakes a thread nobody needs). A PUNCH publishes the
 //     mirror's address to the sender (dests, an atomic pointer).
+//   - a TCP-only (stream) session on a plain connection whose writer is
+//     caught up is written by the hot threads themselves: the writer
+//     parks, handing its stream state to them (session.hand, an atomic
+//     owner word), and wakeSessions' caller sends the new records' frames
+//     with one non-blocking write(2) each (sendDirect). What the socket
+//     does not take goes into the writer's buffer, and only then (or for
+//     more than a burst, or a TLS connection) is the writer woken.
 //   - the wake relay (idle.Relay): parked in the netpoller on an eventfd
 //     that the sender (or Handoff, or the Loop's server member) writes
 //     when it kicks; it sends on every session's wake channel (capacity

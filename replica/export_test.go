@@ -44,6 +44,10 @@ func (t *LoopTurner) Turn() bool {
 // sessions' writers.
 func SessionKicks(s *Server) uint64 { return s.sessionKicks.Load() }
 
+// DirectSends counts the sends of records that a sender made on a parked
+// stream writer's connection.
+func DirectSends(s *Server) uint64 { return s.directSends.Load() }
+
 // RelayStats are the counts of the server's wake relay.
 func RelayStats(s *Server) idle.RelayStats { return s.relay.Stats() }
 

@@ -12,22 +12,35 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-// A TCP-only mirror's writer sleeps on its wake channel between records:
-// the sender kicks the relay, which finds its goroutine parked and wakes
-// it through the eventfd; every record arrives.
-func TestStreamWritersWokenByRelay(t *testing.T) {
-	p, src := pairSource(t, 16384)
-	srv, mr := serveMirrored(t, p, src, "tcp", fromOldest, nil)
-	src.push(10)
-	mr.waitFor(10, 10*time.Second)
-	before := replica.RelayStats(srv)
-	src.pushPaced(200, 1, 500*time.Microsecond) // one record at a time: the writer sleeps between them
-	st := mr.waitFor(210, 10*time.Second)
-	mr.close()
-	wantAll(t, st, 210, "")
-	after := replica.RelayStats(srv)
-	if after.Writes <= before.Writes || after.Fires <= before.Fires {
-		t.Fatalf("relay %+v → %+v: the sender did not wake the writer through it", before, after)
+// A TCP-only mirror's writer, caught up, parks and hands its stream to
+// the sender, which writes each record's frame itself: records arrive,
+// and neither the relay nor the writer is woken for them. Over TLS (a
+// keyed source) the writer sleeps on its wake channel and the relay wakes
+// it.
+func TestStreamRecordsSentDirectly(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		p, src := pairSource(t, 16384)
+		scfg, mcfg := transportConfigs("tcp")
+		if keyed {
+			scfg.Key, mcfg.Key = testKey(t, 1), testKey(t, 1)
+		}
+		srv := src.serve(scfg)
+		mcfg.From = fromOldest
+		mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+		src.push(10)
+		mr.waitFor(10, 10*time.Second)
+		relay, direct := replica.RelayStats(srv), replica.DirectSends(srv)
+		src.pushPaced(200, 1, 500*time.Microsecond) // one record at a time: the writer parks between them
+		st := mr.waitFor(210, 10*time.Second)
+		mr.close()
+		wantAll(t, st, 210, "")
+		sent, fired := replica.DirectSends(srv)-direct, replica.RelayStats(srv).Fires-relay.Fires
+		switch {
+		case !keyed && (sent < 100 || fired > 20):
+			t.Fatalf("plain: %d direct sends, %d relay fires for 200 records", sent, fired)
+		case keyed && (sent != 0 || fired == 0):
+			t.Fatalf("TLS: %d direct sends, %d relay fires for 200 records", sent, fired)
+		}
 	}
 }
 

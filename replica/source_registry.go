@@ -36,8 +36,12 @@ func (s *Server) rebuildDests() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var d []dest
+	var direct []*session
 	w := make([]chan struct{}, 0, len(s.sessions))
 	for _, ss := range s.sessions {
+		if ss.rawc != nil {
+			direct = append(direct, ss)
+		}
 		if a := ss.punched.Load(); a != nil && ss.mode.Load() != modeStream {
 			d = append(d, dest{addr: *a, wide: ss.wide})
 		}
@@ -45,13 +49,14 @@ func (s *Server) rebuildDests() {
 	}
 	s.dests.Store(&d)
 	s.wakes.Store(&w)
+	s.streams.Store(&direct)
 }
 
 // wakeSessions tells the sessions that sleep on their wake channel that
 // the ring moved (any goroutine, the sender's hot thread among them): the
 // relay's goroutine wakes them (fireWakes).
 func (s *Server) wakeSessions() {
-	if s.listening.Load() != 0 {
+	if s.directWrites() || s.listening.Load() != 0 {
 		s.sessionKicks.Add(1)
 		s.relay.Kick()
 	}

@@ -132,14 +132,19 @@ type Server struct {
 	// idle.Relay for why not the sender itself). Made by NewServer, run
 	// by Serve, closed by Close.
 	relay *idle.Relay
+	// streams holds the sessions on plain TCP, which a sender may write to
+	// directly while their writer is parked (source_direct.go). Stored by
+	// rebuildDests under mu, like dests; loaded by wakeSessions.
+	streams atomic.Pointer[[]*session]
 	// listening counts the session writers that sleep on their wake
 	// channel: each Adds 1, then loads write_seq, before it sleeps, and
 	// Adds -1 after; a sender that saw write_seq move loads it and Kicks
 	// the relay only when it is not 0. With both sides sequentially
 	// consistent, a writer that missed the records is counted.
 	listening atomic.Int32
-	// sessionKicks counts wakeSessions' Kicks (Add; tests Load it).
-	sessionKicks atomic.Uint64
+	// sessionKicks counts wakeSessions' Kicks, directSends the direct
+	// sends that carried records (Add; tests Load them).
+	sessionKicks, directSends atomic.Uint64
 
 	// sendMu is held by whoever runs a sender round: the sender goroutine,
 	// or a Handoff caller that got it with TryLock. It guards every field
@@ -254,6 +259,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.tele = newTelemetry(ring.Layout().Capacity, ring.WriteSeq(), time.Now(), max(cfg.MirrorRows, 0))
 	s.dests.Store(&[]dest{})
 	s.wakes.Store(&[]chan struct{}{})
+	s.streams.Store(&[]*session{})
 	if s.relay, err = idle.NewRelay(s.fireWakes); err != nil {
 		ring.Close()
 		return nil, fmt.Errorf("replica: %w", err)

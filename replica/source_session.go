@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ringfire/ringfire/replica/auth"
@@ -128,10 +129,20 @@ type session struct {
 	ask         chan struct{}
 	asked       uint64
 
-	cursor uint64 // next sequence to send over TCP (writer goroutine)
-	feed   *feed  // writer goroutine's
+	cursor uint64 // next sequence to send over TCP (whoever hand names)
+	feed   *feed  // hand's owner's
 	buf    []byte
-	born   time.Time
+	// hand names the owner of cursor, feed and buf (source_direct.go):
+	// the writer, or while it is parked a sender writing directly.
+	hand atomic.Uint32
+	// rawc is the plain TCP connection's, for direct sends (nil: TLS);
+	// rawWrite writes wdata to it, leaving wn and werr (under mu).
+	rawc     syscall.RawConn
+	rawWrite func(fd uintptr) bool
+	wdata    []byte
+	wn       int
+	werr     error
+	born     time.Time
 }
 
 // serveConn runs one mirror's session until it disconnects or ctx ends.
@@ -149,6 +160,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
 		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1),
 		ask: make(chan struct{}, 1)}
 	ss.pending.Store(true)
+	ss.directConn()
 	defer func() { pending = ss.pending.Load() }() // runs before release
 	if err := ss.keyPunch(); err != nil {
 		s.st.badConn.Add(1)

@@ -51,7 +51,7 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 		// TCP delivers what was answered before, in order: a NAK repeated
 		// while that answer is on its way only needs what lies beyond it.
 		for seq := max(first, answered+1); seq <= last; {
-			if buf, seq, err = ss.sendRange(nf, buf, seq, last, true); err != nil {
+			if buf, seq, err = ss.sendRange(nf, buf, seq, last, true, ss.write); err != nil {
 				return err
 			}
 			answered = seq - 1

@@ -11,8 +11,9 @@ import (
 // DATA frames of up to 64 KiB (a larger single blob gets a frame of its
 // own), at most about burstBytes per call, and returns the next sequence
 // to send. Records the ring no longer holds become a GAP frame naming the
-// next record that will come. nak marks the answer to a NAK.
-func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]byte, uint64, error) {
+// next record that will come. nak marks the answer to a NAK. write sends
+// frames (ss.write; sendDirect's writeDirect).
+func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, write func([]byte, bool) error) ([]byte, uint64, error) {
 	s := ss.srv
 	seq, sentBytes := from, 0
 	for seq <= to && sentBytes < burstBytes {
@@ -23,7 +24,7 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 			buf, count, why = f.fill(buf[:0], seq, to, f.recordSize(seq)+wire.HeaderSize, 1)
 		}
 		if count > 0 {
-			if err := ss.write(buf, false); err != nil {
+			if err := write(buf, false); err != nil {
 				return buf, seq, err
 			}
 			seq += uint64(count)
@@ -37,14 +38,14 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 		}
 		switch why {
 		case stopCaughtUp:
-			return buf, seq, ss.write(nil, true)
+			return buf, seq, write(nil, true)
 		case stopLost:
 			// Name the next record of this range, never one past it:
 			// what lies beyond was not asked for, and a mirror may hold it.
 			next := min(f.skipLost(seq, to), to+1)
 			var b [wire.HeaderSize]byte
 			wire.Header{Kind: wire.KindGap, Seq: next}.Put(b[:])
-			if err := ss.write(b[:], false); err != nil {
+			if err := write(b[:], false); err != nil {
 				return buf, seq, err
 			}
 			s.st.gaps.Add(1)
@@ -53,7 +54,7 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 			seq = next
 		}
 	}
-	return buf, seq, ss.write(nil, true)
+	return buf, seq, write(nil, true)
 }
 
 // writeLoop streams history and live records over TCP as the mode asks,
@@ -61,6 +62,7 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool) ([]
 // finishes the session (finish).
 func (ss *session) writeLoop(ctx context.Context) error {
 	s := ss.srv
+	defer ss.hand.Store(handGone) // from handWriter: no sender holds it
 	for ctx.Err() == nil {
 		select {
 		case <-s.stop.begun:
@@ -85,7 +87,7 @@ func (ss *session) writeLoop(ctx context.Context) error {
 		}
 		if ss.cursor <= w {
 			var err error
-			if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false); err != nil {
+			if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false, ss.write); err != nil {
 				return err
 			}
 			continue
@@ -99,6 +101,12 @@ func (ss *session) writeLoop(ctx context.Context) error {
 		wait := tcpHeartbeat
 		if mode == modeCatchUp {
 			wait = time.Millisecond
+		}
+		if mode == modeStream && ss.rawc != nil {
+			if err := ss.park(ctx, wait, seen); err != nil {
+				return err
+			}
+			continue
 		}
 		ss.sleepFor(ctx, wait, seen)
 	}

@@ -205,7 +205,7 @@ func (ss *session) finish(ctx context.Context) error {
 func (ss *session) sendUpTo(ctx context.Context, to uint64) error {
 	for ss.cursor <= to && ctx.Err() == nil {
 		var err error
-		if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, to, false); err != nil {
+		if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, to, false, ss.write); err != nil {
 			return err
 		}
 	}
