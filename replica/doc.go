@@ -54,7 +54,9 @@
 //     owner word), and wakeSessions' caller sends the new records' frames
 //     with one non-blocking write(2) each (sendDirect). What the socket
 //     does not take goes into the writer's buffer, and only then (or for
-//     more than a burst, or a TLS connection) is the writer woken.
+//     more than a burst, or a TLS connection) is the writer woken. A
+//     sender that finds the stream taken by another skips it; the one
+//     holding it looks at write_seq again as it gives it back (giveBack).
 //   - the wake relay (idle.Relay): parked in the netpoller on an eventfd
 //     that the sender (or Handoff, or the Loop's server member) writes
 //     when it kicks; it sends on every session's wake channel (capacity

@@ -1,6 +1,9 @@
 package replica
 
-import "github.com/ringfire/ringfire/internal/idle"
+import (
+	"github.com/ringfire/ringfire/internal/idle"
+	"github.com/ringfire/ringfire/replica/wire"
+)
 
 // QueuedFrames is how many control frames the mirror's reader has queued
 // for the next Step (0 when not connected): tests wait on it instead of
@@ -78,3 +81,32 @@ func StatusRelayStats(m *Mirror) idle.RelayStats {
 // connection itself (no reader goroutine); call it from the goroutine that
 // steps the mirror.
 func DirectTCP(m *Mirror) bool { return m.c != nil && m.c.direct != nil }
+
+// whole counts the whole frames the buffer holds after reading what the
+// socket has (tests: what one Step will meet).
+func (t *tcpReader) whole() int {
+	for t.fill() && t.err == nil {
+	}
+	n := 0
+	for r := t.r; t.w-r >= wire.HeaderSize; n++ {
+		h, err := wire.ParseHeader(t.buf[r:t.w], t.maxLen)
+		if err != nil || t.w-r < wire.HeaderSize+int(h.Len) {
+			break
+		}
+		r += wire.HeaderSize + int(h.Len)
+	}
+	return n
+}
+
+// HoldStream takes a parked stream writer's stream as a sender would
+// (nil: no writer is parked); release gives it back as that sender does
+// once its frames are written, and reports whether it found the writer
+// needed.
+func HoldStream(s *Server) (release func() bool) {
+	for _, ss := range *s.streams.Load() {
+		if ss.take() {
+			return func() bool { return ss.giveBack(false, directPasses) }
+		}
+	}
+	return nil
+}

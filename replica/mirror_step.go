@@ -5,8 +5,6 @@ import (
 	"net/netip"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica/wire"
 )
@@ -26,7 +24,8 @@ const (
 func (m *Mirror) Step() (int, error) { return m.step(0) }
 
 // step is Step that, when nothing is queued, waits up to wait for the
-// first datagram or frame.
+// first datagram (for a transport that is not Pollable: a mirror without
+// datagrams is always Pollable, and steps with 0).
 func (m *Mirror) step(wait time.Duration) (n int, err error) {
 	c := m.c
 	if c == nil {
@@ -50,12 +49,6 @@ func (m *Mirror) step(wait time.Duration) (n int, err error) {
 		// A full batch may have left datagrams queued: a hole a heartbeat
 		// shows may be among them (sequencer.wantNak waits for them).
 		m.seq.queued = k == stepLimit-n
-		n += k
-		if err != nil {
-			return n, err
-		}
-	} else if n == 0 && wait != 0 {
-		k, err := m.waitTCP(c, wait)
 		n += k
 		if err != nil {
 			return n, err
@@ -138,35 +131,6 @@ func (m *Mirror) drainDirect(t *tcpReader, limit int) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// waitTCP blocks up to wait (negative: forever) for one control frame.
-func (m *Mirror) waitTCP(c *conn, wait time.Duration) (int, error) {
-	if c.direct != nil {
-		fds := []unix.PollFd{{Fd: int32(c.direct.fd), Events: unix.POLLIN}}
-		unix.Poll(fds, int(wait.Milliseconds())) // readable, or the time passed: the drain tells
-		return m.drainDirect(c.direct, 1)
-	}
-	var timeout <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case f := <-c.frames:
-		err := m.handleTCP(f.h, f.p)
-		c.release(f.buf)
-		return 1, err
-	case err := <-c.errc:
-		c.errc <- err
-		if len(c.frames) > 0 {
-			return 0, nil // frames queued before the error: the next step
-		}
-		return 0, err
-	case <-timeout:
-		return 0, nil
-	}
 }
 
 // handleTCP applies one control-connection frame.

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -51,10 +52,7 @@ func newTCPReader(src func([]byte) (int, error), fd, maxLen, size int, pre []byt
 // directReader is the direct reader of a plain TCP connection, or nil for
 // any other (TLS) connection. It takes what br buffered past the
 // handshake.
-func directReader(tcp net.Conn, br interface {
-	Buffered() int
-	Peek(int) ([]byte, error)
-}, maxLen int) *tcpReader {
+func directReader(tcp net.Conn, br *bufio.Reader, maxLen int) *tcpReader {
 	tc, ok := tcp.(*net.TCPConn)
 	if !ok {
 		return nil
@@ -184,20 +182,4 @@ func (t *tcpReader) fill() bool {
 		return true
 	}
 	return n > 0
-}
-
-// whole counts the whole frames the buffer holds after reading what the
-// socket has (tests: what one Step will meet).
-func (t *tcpReader) whole() int {
-	for t.fill() && t.err == nil {
-	}
-	n := 0
-	for r := t.r; t.w-r >= wire.HeaderSize; n++ {
-		h, err := wire.ParseHeader(t.buf[r:t.w], t.maxLen)
-		if err != nil || t.w-r < wire.HeaderSize+int(h.Len) {
-			break
-		}
-		r += wire.HeaderSize + int(h.Len)
-	}
-	return n
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 )
 
@@ -95,4 +96,40 @@ func TestStatusWrittenByRelay(t *testing.T) {
 			t.Fatalf("Wait never returned; status relay %+v", replica.StatusRelayStats(m))
 		}
 	}
+}
+
+// Two senders, one stream: a sender that finds the stream taken by
+// another (Handoff beside the sender, say) skips it, so the one holding
+// it looks at write_seq again as it gives the stream back and sends what
+// came meanwhile; nothing waits for the writer's heartbeat timer. The
+// source's sender is a member of a Loop the test turns, so no other
+// thread sends.
+func TestStreamGivenBackSendsWhatCame(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	l, lt := newTurnedLoop(t)
+	tt := turners{tb: t, loops: []*replica.LoopTurner{lt}}
+	src := newSource(t, p.A, p.AAddr, 1<<12)
+	scfg, mcfg := transportConfigs("tcp")
+	scfg.Loop = l
+	srv := src.serve(scfg)
+	mcfg.From = fromOldest
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	src.push(10)
+	tt.until("the history copied", func() bool { return mr.m.Stats().Next == 11 })
+	var release func() bool
+	tt.until("the writer parked", func() bool { release = replica.HoldStream(srv); return release != nil })
+	before := replica.DirectSends(srv)
+	src.push(1)
+	lt.Turn() // the server member's wakeSessions finds the stream taken
+	if got := replica.DirectSends(srv); got != before {
+		t.Fatalf("%d direct sends while the stream was held", got-before)
+	}
+	if release() {
+		t.Fatal("giving the stream back asked for the writer")
+	}
+	if got := replica.DirectSends(srv) - before; got != 1 {
+		t.Fatalf("%d direct sends as the stream was given back, want 1", got)
+	}
+	mr.waitFor(11, 10*time.Second)
 }

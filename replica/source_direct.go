@@ -59,15 +59,49 @@ func (ss *session) directConn() {
 	}
 }
 
+// directPasses bounds how many sends one sendDirect makes for records
+// that keep coming while it sends; past it, the writer is woken.
+const directPasses = 4
+
 // sendDirect sends a parked stream writer's new records from the calling
 // hot thread, never waiting, and reports whether the writer must run:
-// records are left (more than a burst, a frame larger than bw's room),
-// bw holds what the socket did not take, or the lock was held.
+// records are left (more than a burst, a frame larger than bw's room, or
+// still coming after directPasses), bw holds what the socket did not
+// take, or the lock was held.
 func (ss *session) sendDirect() (writerNeeded bool) {
-	if ss.hand.Load() != handParked || !ss.hand.CompareAndSwap(handParked, handSender) {
-		return false
+	if !ss.take() {
+		return false // the writer runs, or another sender holds the stream
 	}
-	defer ss.hand.Store(handParked)
+	return ss.giveBack(ss.sendHeld(), directPasses-1)
+}
+
+// take takes a parked writer's stream (handParked to handSender).
+func (ss *session) take() bool {
+	return ss.hand.Load() == handParked && ss.hand.CompareAndSwap(handParked, handSender)
+}
+
+// giveBack returns a taken stream after a send (need: the writer must
+// run). Another sender that found the stream taken returned without
+// sending, so unless the writer is needed giveBack looks at write_seq
+// again and, for records that came meanwhile, takes the stream and sends
+// again, at most passes more times. That sender stored write_seq before it
+// loaded hand, and this one stores hand before it loads write_seq: one of
+// them sees the other.
+func (ss *session) giveBack(need bool, passes int) bool {
+	ss.hand.Store(handParked)
+	switch {
+	case need || ss.srv.ring.WriteSeq() < ss.cursor:
+		return need
+	case passes == 0:
+		return true
+	case !ss.take():
+		return false // the writer took it: it sends them
+	}
+	return ss.giveBack(ss.sendHeld(), passes-1)
+}
+
+// sendHeld sends with the stream taken (handSender).
+func (ss *session) sendHeld() (writerNeeded bool) {
 	if !ss.mu.TryLock() {
 		return true
 	}

@@ -58,18 +58,23 @@ func (s *Server) rebuildDests() {
 func (s *Server) wakeSessions() {
 	if s.directWrites() || s.listening.Load() != 0 {
 		s.sessionKicks.Add(1)
+		s.sessionsDue.Store(true)
 		s.relay.Kick()
 	}
 }
 
-// fireWakes sends on every session's wake channel, and on the telemetry
-// loop's when wakeTelemetry asked (the relay's goroutine).
+// fireWakes sends on every session's wake channel when wakeSessions
+// asked, and on the telemetry loop's when wakeTelemetry did (the relay's
+// goroutine).
 func (s *Server) fireWakes() {
 	if s.teleDue.Swap(false) {
 		select {
 		case s.teleWake <- struct{}{}:
 		default:
 		}
+	}
+	if !s.sessionsDue.Swap(false) {
+		return
 	}
 	for _, c := range *s.wakes.Load() {
 		select {

@@ -180,6 +180,9 @@ type Server struct {
 	// whose fireWakes swaps it to false and sends on teleWake (Store
 	// before the Kick, Swap in the fire: the Kick publishes it).
 	teleDue atomic.Bool
+	// sessionsDue: the same for wakeSessions and the sessions' wake
+	// channels (a telemetry wake-up wakes no writer).
+	sessionsDue atomic.Bool
 	// stop is the state of a graceful stop (source_stop.go).
 	stop stopState
 }

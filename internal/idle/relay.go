@@ -21,7 +21,9 @@ import (
 // every wake-up. Kick instead writes an eventfd that Run's goroutine reads
 // through the netpoller: the kernel wakes the thread parked in epoll, and
 // fire runs on an ordinary P, whose own runnext then holds what fire
-// readies, run as soon as Run parks again.
+// readies, run as soon as Run parks again. (netpoll.Waiter's Wake, a read
+// deadline in the past, would not do: the runtime readies the waiter on
+// the caller's P, the hot loop's, as a channel send does.)
 //
 // Shared words, all sync/atomic (sequentially consistent):
 //
