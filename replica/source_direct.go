@@ -88,9 +88,10 @@ func (ss *session) take() bool {
 // loaded hand, and this one stores hand before it loads write_seq: one of
 // them sees the other.
 func (ss *session) giveBack(need bool, passes int) bool {
+	next := ss.cursor // read while it is ours: once given back, the writer may take it
 	ss.hand.Store(handParked)
 	switch {
-	case need || ss.srv.ring.WriteSeq() < ss.cursor:
+	case need || ss.srv.ring.WriteSeq() < next:
 		return need
 	case passes == 0:
 		return true
