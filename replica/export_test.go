@@ -110,3 +110,8 @@ func HoldStream(s *Server) (release func() bool) {
 	}
 	return nil
 }
+
+// AfterDirectWrite sets a hook a direct send calls right after its
+// write(2) of a session's frames, before it returns (tests hold it there
+// while the mirror applies and reports them).
+func AfterDirectWrite(s *Server, hook func()) { s.afterDirectWrite = hook }

@@ -62,8 +62,12 @@ func (m *Mirror) step(wait time.Duration) (n int, err error) {
 }
 
 func (m *Mirror) finishStep(c *conn, now time.Time) error {
+	before := m.ring.published
 	if err := m.ring.publish(); err != nil {
 		return err
+	}
+	if m.ring.published != before {
+		trace.Stamp(trace.Published, m.ring.published)
 	}
 	if first, last, ok := m.seq.wantNak(now); ok {
 		m.nakBuf = wire.AppendNak(m.nakBuf[:0], first, last)
@@ -137,6 +141,7 @@ func (m *Mirror) drainDirect(t *tcpReader, limit int) (int, error) {
 func (m *Mirror) handleTCP(h wire.Header, p []byte) error {
 	switch h.Kind {
 	case wire.KindData:
+		trace.Stamp(trace.Recv, h.Seq)
 		if err := m.shape.CheckData(h, p); err != nil {
 			return err
 		}

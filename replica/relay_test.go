@@ -133,3 +133,56 @@ func TestStreamGivenBackSendsWhatCame(t *testing.T) {
 	}
 	mr.waitFor(11, 10*time.Second)
 }
+
+// A record a sender writes on a parked writer's connection counts as sent
+// before its write(2) returns: the mirror may apply it and report it in a
+// STATUS first, and the source must not take that STATUS for a forgery
+// (it closed the session: "STATUS applied 11, past the last record sent
+// (10)"). The hook holds the direct send right after its write until the
+// source has the mirror's STATUS (10 s at most).
+func TestDirectSendCountedBeforeStatus(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	l, lt := newTurnedLoop(t)
+	tt := turners{tb: t, loops: []*replica.LoopTurner{lt}}
+	src := newSource(t, p.A, p.AAddr, 1<<12)
+	scfg, mcfg := transportConfigs("tcp")
+	scfg.Loop = l
+	srv := src.serve(scfg)
+	mcfg.From = fromOldest
+	mcfg.StatusInterval = time.Millisecond
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	src.push(10)
+	tt.until("the history copied", func() bool { return mr.m.Stats().Next == 11 })
+	applied := func() uint64 {
+		if ms := srv.Mirrors(); len(ms) == 1 {
+			return ms[0].Applied
+		}
+		return 0
+	}
+	tt.until("the mirror's STATUS for the history", func() bool { return applied() == 10 })
+	held, reported := 0, false
+	replica.AfterDirectWrite(srv, func() { // no Fatal here: the stream is held
+		held++
+		reported = poll(10*time.Second, time.Millisecond, func() bool { return applied() == 11 })
+	})
+	for try := 0; try < 5 && held == 0; try++ { // a writer woken by its heartbeat timer sends it itself
+		var release func() bool
+		tt.until("the writer parked", func() bool { release = replica.HoldStream(srv); return release != nil })
+		release()
+		if try == 0 {
+			src.push(1)
+		}
+		lt.Turn() // the server member's wakeSessions sends it directly
+	}
+	replica.AfterDirectWrite(srv, nil)
+	switch bad := srv.Stats().BadFrames; {
+	case held == 0:
+		t.Fatal("no direct send in 5 tries")
+	case !reported:
+		t.Fatalf("the source never had the STATUS of the record it wrote directly (%d sessions closed for a protocol error)", bad)
+	case bad != 0:
+		t.Fatalf("the source closed %d sessions for a STATUS of a record it had written", bad)
+	}
+	mr.waitFor(11, 10*time.Second)
+}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/internal/trace"
 )
 
 // A TCP-only (stream) session's writer, once caught up, hands its stream
@@ -112,10 +114,12 @@ func (ss *session) sendHeld() (writerNeeded bool) {
 		return ss.bw.Buffered() > 0
 	}
 	from := ss.cursor
+	trace.Stamp(trace.Sending, from)
 	var err error
 	ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false, ss.writeDirect)
 	if ss.cursor > from {
 		ss.srv.directSends.Add(1)
+		trace.Stamp(trace.Sent, ss.cursor-1)
 	}
 	return err != nil || ss.cursor <= w || ss.bw.Buffered() > 0
 }
@@ -136,6 +140,9 @@ func (ss *session) writeDirect(frames []byte, _ bool) error {
 	ss.wdata = nil
 	if err != nil {
 		return err // closed
+	}
+	if h := ss.srv.afterDirectWrite; h != nil {
+		h()
 	}
 	switch {
 	case ss.werr == unix.EAGAIN:

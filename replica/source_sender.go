@@ -86,6 +86,9 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 		deadline = sn.deadline()
 		s.sendMu.Unlock()
 		if w := s.ring.WriteSeq(); w != seen {
+			if s.udp == nil {
+				trace.Stamp(trace.Picked, seen+1) // the TCP-only sender's round is this
+			}
 			seen = w
 			s.wakeSessions()
 			s.wakeTelemetry()
@@ -111,6 +114,9 @@ func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
 	s := sn.s
 	dests := *s.dests.Load()
 	if len(dests) == 0 && !s.cfg.Multicast.IsValid() {
+		if sn.next <= w {
+			trace.Stamp(trace.Picked, sn.next)
+		}
 		sn.next = max(sn.next, w+1) // nobody to send to; TCP catch-up covers it
 		storeMax(&s.lastSent, sn.next-1)
 		storeMax(&s.sentDone, sn.next-1)

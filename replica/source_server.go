@@ -145,6 +145,9 @@ type Server struct {
 	// sessionKicks counts wakeSessions' Kicks, directSends the direct
 	// sends that carried records (Add; tests Load them).
 	sessionKicks, directSends atomic.Uint64
+	// afterDirectWrite, a test hook (export_test.go), is called by a
+	// direct send right after its write(2), before sendRange returns.
+	afterDirectWrite func()
 
 	// sendMu is held by whoever runs a sender round: the sender goroutine,
 	// or a Handoff caller that got it with TryLock. It guards every field

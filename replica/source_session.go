@@ -63,16 +63,19 @@ type session struct {
 	// else.
 	mode atomic.Int32
 	// sent is the highest sequence this connection has carried in DATA or
-	// GAP frames. Two goroutines write it, both from sendRange and only
-	// through storeMax, after the frame is in bw (under mu): the writer
-	// goroutine (history, stream) and the reader goroutine (NAK answers).
-	// That is safe: storeMax never lowers it, so every value loaded is a
-	// sequence whose frames are already queued on the connection, ahead of
-	// anything written later through the same bw — a heartbeat announcing
-	// it (writer) cannot overtake them, and a NAK accepted up to it
-	// (reader, maxSent) asks only for records the mirror could have seen.
-	// A NAK answer never raises it in modeStream (a NAK is accepted only up
-	// to sent there); otherwise it may raise it up to srv.lastSent.
+	// GAP frames, or is carrying: sendRange stores it just before it hands
+	// the frame to write, since a direct send's write(2) puts the frame on
+	// the wire at once and the mirror may apply it and report it in a
+	// STATUS (checked against sent) before write returns. Two goroutines
+	// write it, both from sendRange and only through storeMax: the writer
+	// (history, stream; or a sender holding its stream, source_direct.go)
+	// and the reader (NAK answers). storeMax never lowers it, so every
+	// value loaded is a sequence whose frames are queued on the connection
+	// or being written to it: a STATUS or a NAK up to it (reader, maxSent)
+	// names only records the mirror has, or will have from this
+	// connection. A NAK answer never raises it in modeStream (a NAK is
+	// accepted only up to sent there); otherwise it may raise it up to
+	// srv.lastSent, records the datagrams carried already.
 	sent atomic.Uint64
 
 	telemetry bool // the mirror sends STATUS (HelloTelemetry acknowledged)

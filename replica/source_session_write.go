@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -24,12 +25,14 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, wri
 			buf, count, why = f.fill(buf[:0], seq, to, f.recordSize(seq)+wire.HeaderSize, 1)
 		}
 		if count > 0 {
+			// sent first: the mirror may apply the frame and report it in
+			// a STATUS (checked against sent) before write returns.
+			storeMax(&ss.sent, seq+uint64(count)-1)
 			if err := write(buf, false); err != nil {
 				return buf, seq, err
 			}
 			seq += uint64(count)
 			sentBytes += len(buf)
-			storeMax(&ss.sent, seq-1)
 			s.st.tcpFrames.Add(1)
 			s.st.tcpRecords.Add(uint64(count))
 			if nak {
@@ -45,12 +48,12 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, wri
 			next := min(f.skipLost(seq, to), to+1)
 			var b [wire.HeaderSize]byte
 			wire.Header{Kind: wire.KindGap, Seq: next}.Put(b[:])
+			storeMax(&ss.sent, next-1) // before the write, as for DATA
 			if err := write(b[:], false); err != nil {
 				return buf, seq, err
 			}
 			s.st.gaps.Add(1)
 			s.st.gapRecords.Add(next - seq)
-			storeMax(&ss.sent, next-1)
 			seq = next
 		}
 	}
@@ -86,10 +89,12 @@ func (ss *session) writeLoop(ctx context.Context) error {
 			w = min(w, e-1) // the history ends where the datagrams took over
 		}
 		if ss.cursor <= w {
+			trace.Stamp(trace.Sending, ss.cursor)
 			var err error
 			if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false, ss.write); err != nil {
 				return err
 			}
+			trace.Stamp(trace.Sent, ss.cursor-1)
 			continue
 		}
 		if mode == modeCatchUp && ss.catchUpDone() {

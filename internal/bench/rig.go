@@ -159,7 +159,8 @@ func (r *rig) newMirror(ns *netns.NS, addr netip.Addr, src *source, name, tr str
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); m.Run(ctx) }()
+	// Run in ns: a mirror that reconnects dials from its own namespace.
+	go func() { defer close(done); ns.Do(func() error { return m.Run(ctx) }) }()
 	r.stops = append(r.stops, func() { cancel(); <-done; m.Close() })
 	rd, err := shm.OpenReader(path, shm.ReadOptions{Start: shm.StartOldest, NoRegister: true})
 	if err != nil {
