@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -19,24 +20,98 @@ const stageRate = 20_000
 // stages measures push-to-read latency: on the source host (a reader of
 // the ring itself), on a mirror on the same host (TCP to the source), on a
 // mirror on the other host over tr, and through a hub (the other host
-// mirrors and serves again; a leaf on the source host mirrors the hub).
-// With acks it then times the source's Wait for its two mirrors
-// (waitAcks).
+// mirrors and serves again; a leaf on the source host mirrors the hub),
+// all four at once; then each mirror path alone, with only its own
+// endpoints running (what a host that carries just that path sees: on two
+// cores, the six hot loops of all four at once share the CPUs). With acks
+// it then times the source's Wait for its two mirrors (waitAcks).
 func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
 	defer r.reset()
+	at := fmt.Sprintf(" at %s/s", fmtSI(float64(rate)))
+	e, err := r.stageEnds(tr, size, allPaths)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := r.measure(e.src, e.readers, d, rate)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Latency, len(hs))
+	for i, h := range hs {
+		out[i] = Latency{Name: e.names[i] + at, Lat: h.percentiles()}
+	}
+	lost := e.reconnects()
+	if acks {
+		ls, err := r.waitAcks(e.src, 2)
+		out = append(out, ls...)
+		lost = errors.Join(lost, err)
+	}
+	for _, path := range []stagePath{pathSame, pathRemote, pathHub} {
+		r.reset()
+		e, err := r.stageEnds(tr, size, path)
+		if err != nil {
+			return out, errors.Join(lost, err)
+		}
+		last := len(e.readers) - 1 // the path's own mirror
+		hs, err := r.measure(e.src, e.readers[last:], d, rate)
+		if err != nil {
+			return out, errors.Join(lost, err)
+		}
+		out = append(out, Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].percentiles()})
+		lost = errors.Join(lost, e.reconnects())
+	}
+	return out, lost
+}
+
+// stagePath picks the mirrors a stages measurement runs.
+type stagePath uint8
+
+const (
+	pathSame   stagePath = 1 << iota // a mirror on the source host (TCP)
+	pathRemote                       // a mirror on the other host over tr
+	pathHub                          // the remote mirror served again, a leaf mirroring it
+	allPaths   = pathSame | pathRemote | pathHub
+)
+
+// stageEnds are the endpoints of a stages measurement: the source, and
+// the readers (the source ring's first with allPaths) with their row
+// names and mirrors.
+type stageEnds struct {
+	src     *source
+	readers []*shm.Reader
+	names   []string
+	mirrors []*mirrorEnd // for readers[len(readers)-len(mirrors):]
+}
+
+// stageEnds starts the source and the mirrors of paths (the hub's remote
+// mirror unread unless pathRemote is set too).
+func (r *rig) stageEnds(tr string, size int, paths stagePath) (*stageEnds, error) {
 	p := r.pair
 	src, err := r.newSource(p.A, p.AAddr, "S", size, 1<<16, tr, 0, nil)
 	if err != nil {
 		return nil, err
 	}
-	local, err := shm.OpenReader(src.w.Ring().Path(), shm.ReadOptions{Start: shm.StartHead, NoRegister: true})
-	if err != nil {
-		return nil, err
+	e := &stageEnds{src: src}
+	if paths == allPaths {
+		local, err := shm.OpenReader(src.w.Ring().Path(), shm.ReadOptions{Start: shm.StartHead, NoRegister: true})
+		if err != nil {
+			return nil, err
+		}
+		r.stops = append(r.stops, func() { local.Close() })
+		e.readers, e.names = append(e.readers, local), append(e.names, "source host")
 	}
-	r.stops = append(r.stops, func() { local.Close() })
-	same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", "tcp", 0, nil)
-	if err != nil {
-		return nil, err
+	add := func(m *mirrorEnd, name string) {
+		e.readers, e.names, e.mirrors = append(e.readers, m.rd), append(e.names, name), append(e.mirrors, m)
+	}
+	if paths&pathSame != 0 {
+		same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", "tcp", 0, nil)
+		if err != nil {
+			return nil, err
+		}
+		add(same, "mirror, same host (tcp)")
+	}
+	if paths&(pathRemote|pathHub) == 0 {
+		return e, nil
 	}
 	// The hub serves the remote mirror's ring again in this process: the
 	// mirror hands each datagram's records to the hub's sender.
@@ -51,6 +126,12 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 	if err != nil {
 		return nil, err
 	}
+	if paths&pathRemote != 0 {
+		add(remote, "mirror, other host ("+tr+")")
+	}
+	if paths&pathHub == 0 {
+		return e, nil
+	}
 	hub, err := r.serve(p.B, p.BAddr, remote.path, tr, 1, nil)
 	if err != nil {
 		return nil, err
@@ -60,21 +141,21 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 	if err != nil {
 		return nil, err
 	}
-	readers := []*shm.Reader{local, same.rd, remote.rd, leaf.rd}
-	names := []string{"source host", "mirror, same host (tcp)", "mirror, other host (" + tr + ")", "hub → leaf (" + tr + ")"}
-	hs, err := r.measure(src, readers, d, rate)
-	if err != nil {
-		return nil, err
+	add(leaf, "hub → leaf ("+tr+")")
+	return e, nil
+}
+
+// reconnects is an error naming each mirror that connected more than once
+// (its records of the gap are missing from its row), nil if none did.
+func (e *stageEnds) reconnects() error {
+	var errs []error
+	names := e.names[len(e.names)-len(e.mirrors):]
+	for i, m := range e.mirrors {
+		if n := m.m.Stats().Connects; n > 1 {
+			errs = append(errs, fmt.Errorf("bench: %s connected %d times (its row misses what it lost)", names[i], n))
+		}
 	}
-	out := make([]Latency, len(hs))
-	for i, h := range hs {
-		out[i] = Latency{Name: fmt.Sprintf("%s at %s/s", names[i], fmtSI(float64(rate))), Lat: h.percentiles()}
-	}
-	if !acks {
-		return out, nil
-	}
-	ls, err := r.waitAcks(src, 2)
-	return append(out, ls...), err
+	return errors.Join(errs...)
 }
 
 // measure pushes at rate for d (after a warm-up) while one goroutine
