@@ -43,14 +43,6 @@ func (t *LoopTurner) Turn() bool {
 	return busy
 }
 
-// SessionKicks counts the times the server kicked its relay for the
-// sessions' writers.
-func SessionKicks(s *Server) uint64 { return s.sessionKicks.Load() }
-
-// DirectSends counts the sends of records that a sender made on a parked
-// stream writer's connection.
-func DirectSends(s *Server) uint64 { return s.directSends.Load() }
-
 // RelayStats are the counts of the server's wake relay.
 func RelayStats(s *Server) idle.RelayStats { return s.relay.Stats() }
 

@@ -30,12 +30,12 @@ func TestStreamRecordsSentDirectly(t *testing.T) {
 		mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
 		src.push(10)
 		mr.waitFor(10, 10*time.Second)
-		relay, direct := replica.RelayStats(srv), replica.DirectSends(srv)
+		relay, direct := replica.RelayStats(srv), srv.Stats().DirectSends
 		src.pushPaced(200, 1, 500*time.Microsecond) // one record at a time: the writer parks between them
 		st := mr.waitFor(210, 10*time.Second)
 		mr.close()
 		wantAll(t, st, 210, "")
-		sent, fired := replica.DirectSends(srv)-direct, replica.RelayStats(srv).Fires-relay.Fires
+		sent, fired := srv.Stats().DirectSends-direct, replica.RelayStats(srv).Fires-relay.Fires
 		switch {
 		case !keyed && (sent < 100 || fired > 20):
 			t.Fatalf("plain: %d direct sends, %d relay fires for 200 records", sent, fired)
@@ -53,12 +53,12 @@ func TestLiveDatagramsKickNoRelay(t *testing.T) {
 	src.push(10)
 	mr.waitFor(10, 10*time.Second)
 	waitUntil(t, 10*time.Second, "the session to go live", func() bool { return replica.LiveSessions(srv) == 1 })
-	before := replica.SessionKicks(srv)
+	before := srv.Stats().SessionKicks
 	src.pushPaced(2000, 20, 200*time.Microsecond)
 	st := mr.waitFor(2010, 10*time.Second)
 	mr.close()
 	wantAll(t, st, 2010, "")
-	if after := replica.SessionKicks(srv); after != before {
+	if after := srv.Stats().SessionKicks; after != before {
 		t.Fatalf("%d kicks for the sessions while no writer listened", after-before)
 	}
 }
@@ -119,16 +119,16 @@ func TestStreamGivenBackSendsWhatCame(t *testing.T) {
 	tt.until("the history copied", func() bool { return mr.m.Stats().Next == 11 })
 	var release func() bool
 	tt.until("the writer parked", func() bool { release = replica.HoldStream(srv); return release != nil })
-	before := replica.DirectSends(srv)
+	before := srv.Stats().DirectSends
 	src.push(1)
 	lt.Turn() // the server member's wakeSessions finds the stream taken
-	if got := replica.DirectSends(srv); got != before {
+	if got := srv.Stats().DirectSends; got != before {
 		t.Fatalf("%d direct sends while the stream was held", got-before)
 	}
 	if release() {
 		t.Fatal("giving the stream back asked for the writer")
 	}
-	if got := replica.DirectSends(srv) - before; got != 1 {
+	if got := srv.Stats().DirectSends - before; got != 1 {
 		t.Fatalf("%d direct sends as the stream was given back, want 1", got)
 	}
 	mr.waitFor(11, 10*time.Second)

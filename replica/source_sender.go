@@ -94,6 +94,7 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 			s.wakeTelemetry()
 		}
 		if d := time.Until(deadline); d > 0 {
+			s.senderWaits.Add(1)
 			s.ring.Await(target, sn.ws, d)
 		}
 	}
@@ -121,6 +122,9 @@ func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
 		storeMax(&s.lastSent, sn.next-1)
 		storeMax(&s.sentDone, sn.next-1)
 		sn.pending = false
+		// No heartbeat is owed to nobody: the next one is due a heartbeat
+		// interval from now (deadline), not at once on every round.
+		sn.lastSend = now
 		return sn.next
 	}
 	if sn.next <= w {

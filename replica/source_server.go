@@ -143,8 +143,9 @@ type Server struct {
 	// consistent, a writer that missed the records is counted.
 	listening atomic.Int32
 	// sessionKicks counts wakeSessions' Kicks, directSends the direct
-	// sends that carried records (Add; tests Load them).
-	sessionKicks, directSends atomic.Uint64
+	// sends that carried records, senderWaits the sender's waits for the
+	// ring (Add; Stats loads them).
+	sessionKicks, directSends, senderWaits atomic.Uint64
 	// afterDirectWrite, a test hook (export_test.go), is called by a
 	// direct send right after its write(2), before sendRange returns.
 	afterDirectWrite func()
@@ -477,7 +478,8 @@ func (s *Server) Stats() ServerStats {
 		Gaps: st.gaps.Load(), GapRecords: st.gapRecords.Load(), Heartbeats: st.heartbeats.Load(),
 		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
 		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
-		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq()}
+		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
+		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load()}
 	if s.udp != nil {
 		out.Transport = TransportName(s.udp)
 	}

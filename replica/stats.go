@@ -71,6 +71,12 @@ type ServerStats struct {
 	BadPunches  uint64 // PUNCH datagrams with a wrong token, session or format, or not from the session's TCP peer
 	BadDatagram uint64 // other datagrams that were dropped
 	Handoffs    uint64 // sender rounds run by Handoff, on a mirror's goroutine
+	// DirectSends counts the sends of records a hot thread (the sender,
+	// Handoff, a Loop) made itself on a parked TCP stream writer's
+	// connection; SessionKicks the times it woke the writers through the
+	// wake relay instead; SenderWaits the times the sender waited for
+	// the ring (an idle sender waits, it never spins on a past deadline).
+	DirectSends, SessionKicks, SenderWaits uint64
 	// Refused counts connections closed at once for a limit (MaxConns,
 	// MaxConnsPerAddr, MaxPending); AcceptErrors the accepts that failed
 	// for want of file descriptors or memory (Serve backs off and goes on).
