@@ -122,9 +122,10 @@ func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
 		storeMax(&s.lastSent, sn.next-1)
 		storeMax(&s.sentDone, sn.next-1)
 		sn.pending = false
-		// No heartbeat is owed to nobody: the next one is due a heartbeat
-		// interval from now (deadline), not at once on every round.
-		sn.lastSend = now
+		// No heartbeat is owed to nobody: the next round is due as an idle
+		// heartbeat's would be (doubling up to udpHeartbeatIdle), not at
+		// once on every round; records wake the sender anyway.
+		sn.lastSend, sn.hbEvery = now, min(2*sn.hbEvery, udpHeartbeatIdle)
 		return sn.next
 	}
 	if sn.next <= w {
