@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -23,12 +24,14 @@ const stageRate = 20_000
 // mirrors and serves again; a leaf on the source host mirrors the hub),
 // all four at once; then each mirror path alone, with only its own
 // endpoints running (what a host that carries just that path sees: on two
-// cores, the six hot loops of all four at once share the CPUs). With acks
-// it then times the source's Wait for its two mirrors (waitAcks).
+// cores, the six hot loops of all four at once share the CPUs); then all
+// four at once again with each host's endpoints on one replica.Loop (two
+// hot loops instead of six). With acks it times the source's Wait for its
+// two mirrors after the first (waitAcks).
 func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
 	defer r.reset()
 	at := fmt.Sprintf(" at %s/s", fmtSI(float64(rate)))
-	e, err := r.stageEnds(tr, size, allPaths)
+	e, err := r.stageEnds(tr, size, allPaths, false)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +51,7 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 	}
 	for _, path := range []stagePath{pathSame, pathRemote, pathHub} {
 		r.reset()
-		e, err := r.stageEnds(tr, size, path)
+		e, err := r.stageEnds(tr, size, path, false)
 		if err != nil {
 			return out, errors.Join(lost, err)
 		}
@@ -60,7 +63,47 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 		out = append(out, Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].percentiles()})
 		lost = errors.Join(lost, e.reconnects())
 	}
-	return out, lost
+	r.reset()
+	e, err = r.stageEnds(tr, size, allPaths, true)
+	if err != nil {
+		return out, errors.Join(lost, err)
+	}
+	if hs, err = r.measure(e.src, e.readers[1:], d, rate); err != nil {
+		return out, errors.Join(lost, err)
+	}
+	for i, h := range hs {
+		out = append(out, Latency{Name: e.names[i+1] + ", one Loop per host," + at, Lat: h.percentiles()})
+	}
+	return out, errors.Join(lost, e.reconnects())
+}
+
+// hostLoops are, with loops, a running replica.Loop for each host (nil,
+// nil without): each host's servers and mirrors then take turns on one
+// thread, as in a process that carries many rings (ringfire run).
+func (r *rig) hostLoops(loops bool) (onA, onB *replica.Loop, err error) {
+	if !loops {
+		return nil, nil, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var done []chan struct{}
+	stop := func() {
+		cancel()
+		for _, d := range done {
+			<-d
+		}
+	}
+	for _, l := range []**replica.Loop{&onA, &onB} {
+		if *l, err = replica.NewLoop(replica.LoopConfig{}); err != nil {
+			stop()
+			return nil, nil, err
+		}
+		d := make(chan struct{})
+		done = append(done, d)
+		go func(l *replica.Loop) { defer close(d); l.Run(ctx); l.Close() }(*l)
+	}
+	// Stopped after every member (stops run last to first).
+	r.stops = append(r.stops, stop)
+	return onA, onB, nil
 }
 
 // stagePath picks the mirrors a stages measurement runs.
@@ -85,9 +128,13 @@ type stageEnds struct {
 
 // stageEnds starts the source and the mirrors of paths (the hub's remote
 // mirror unread unless pathRemote is set too).
-func (r *rig) stageEnds(tr string, size int, paths stagePath) (*stageEnds, error) {
+func (r *rig) stageEnds(tr string, size int, paths stagePath, loops bool) (*stageEnds, error) {
 	p := r.pair
-	src, err := r.newSource(p.A, p.AAddr, "S", size, 1<<16, tr, 0, nil)
+	onA, onB, err := r.hostLoops(loops)
+	if err != nil {
+		return nil, err
+	}
+	src, err := r.newSource(p.A, p.AAddr, "S", size, 1<<16, tr, 0, func(c *replica.ServerConfig) { c.Loop = onA })
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +151,7 @@ func (r *rig) stageEnds(tr string, size int, paths stagePath) (*stageEnds, error
 		e.readers, e.names, e.mirrors = append(e.readers, m.rd), append(e.names, name), append(e.mirrors, m)
 	}
 	if paths&pathSame != 0 {
-		same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", "tcp", 0, nil)
+		same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", "tcp", 0, func(c *replica.MirrorConfig) { c.Loop = onA })
 		if err != nil {
 			return nil, err
 		}
@@ -117,6 +164,7 @@ func (r *rig) stageEnds(tr string, size int, paths stagePath) (*stageEnds, error
 	// mirror hands each datagram's records to the hub's sender.
 	var handoff atomic.Pointer[replica.Server]
 	remote, err := r.newMirror(p.B, p.BAddr, src, "S-remote", tr, 0, func(c *replica.MirrorConfig) {
+		c.Loop = onB
 		c.Published = func(seq uint64) {
 			if h := handoff.Load(); h != nil {
 				h.Handoff(seq)
@@ -132,12 +180,12 @@ func (r *rig) stageEnds(tr string, size int, paths stagePath) (*stageEnds, error
 	if paths&pathHub == 0 {
 		return e, nil
 	}
-	hub, err := r.serve(p.B, p.BAddr, remote.path, tr, 1, nil)
+	hub, err := r.serve(p.B, p.BAddr, remote.path, tr, 1, func(c *replica.ServerConfig) { c.Loop = onB })
 	if err != nil {
 		return nil, err
 	}
 	handoff.Store(hub)
-	leaf, err := r.newMirror(p.A, p.AAddr, &source{srv: hub}, "S-leaf", tr, 1, nil)
+	leaf, err := r.newMirror(p.A, p.AAddr, &source{srv: hub}, "S-leaf", tr, 1, func(c *replica.MirrorConfig) { c.Loop = onA })
 	if err != nil {
 		return nil, err
 	}
