@@ -105,18 +105,7 @@ func TestStatusWrittenByRelay(t *testing.T) {
 // source's sender is a member of a Loop the test turns, so no other
 // thread sends.
 func TestStreamGivenBackSendsWhatCame(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	l, lt := newTurnedLoop(t)
-	tt := turners{tb: t, loops: []*replica.LoopTurner{lt}}
-	src := newSource(t, p.A, p.AAddr, 1<<12)
-	scfg, mcfg := transportConfigs("tcp")
-	scfg.Loop = l
-	srv := src.serve(scfg)
-	mcfg.From = fromOldest
-	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
-	src.push(10)
-	tt.until("the history copied", func() bool { return mr.m.Stats().Next == 11 })
+	srv, src, mr, lt, tt := turnedStream(t, nil)
 	var release func() bool
 	tt.until("the writer parked", func() bool { release = replica.HoldStream(srv); return release != nil })
 	before := srv.Stats().DirectSends
@@ -141,19 +130,7 @@ func TestStreamGivenBackSendsWhatCame(t *testing.T) {
 // (10)"). The hook holds the direct send right after its write until the
 // source has the mirror's STATUS (10 s at most).
 func TestDirectSendCountedBeforeStatus(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	l, lt := newTurnedLoop(t)
-	tt := turners{tb: t, loops: []*replica.LoopTurner{lt}}
-	src := newSource(t, p.A, p.AAddr, 1<<12)
-	scfg, mcfg := transportConfigs("tcp")
-	scfg.Loop = l
-	srv := src.serve(scfg)
-	mcfg.From = fromOldest
-	mcfg.StatusInterval = time.Millisecond
-	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
-	src.push(10)
-	tt.until("the history copied", func() bool { return mr.m.Stats().Next == 11 })
+	srv, src, mr, lt, tt := turnedStream(t, func(c *replica.MirrorConfig) { c.StatusInterval = time.Millisecond })
 	applied := func() uint64 {
 		if ms := srv.Mirrors(); len(ms) == 1 {
 			return ms[0].Applied
@@ -186,4 +163,26 @@ func TestDirectSendCountedBeforeStatus(t *testing.T) {
 		t.Fatalf("the source closed %d sessions for a STATUS of a record it had written", bad)
 	}
 	mr.waitFor(want, 10*time.Second)
+}
+
+// turnedStream serves a ring of 10 records to a TCP-only mirror (tweak,
+// if set, adjusts its settings) from a source whose sender is a member of
+// a Loop the test turns, and returns once the mirror has the 10.
+func turnedStream(t *testing.T, tweak func(*replica.MirrorConfig)) (*replica.Server, *source, *mirror, *replica.LoopTurner, turners) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	l, lt := newTurnedLoop(t)
+	tt := turners{tb: t, loops: []*replica.LoopTurner{lt}}
+	src := newSource(t, p.A, p.AAddr, 1<<12)
+	scfg, mcfg := transportConfigs("tcp")
+	scfg.Loop = l
+	srv := src.serve(scfg)
+	mcfg.From = fromOldest
+	if tweak != nil {
+		tweak(&mcfg)
+	}
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	src.push(10)
+	tt.until("the history copied", func() bool { return mr.m.Stats().Next == 11 })
+	return srv, src, mr, lt, tt
 }
