@@ -107,3 +107,13 @@ func HoldStream(s *Server) (release func() bool) {
 // write(2) of a session's frames, before it returns (tests hold it there
 // while the mirror applies and reports them).
 func AfterDirectWrite(s *Server, hook func()) { s.afterDirectWrite = hook }
+
+// DirectFD is the descriptor a direct mirror's run loop reads (-1 when it
+// reads no socket itself); call it from the goroutine that steps the
+// mirror.
+func DirectFD(m *Mirror) int {
+	if m.c == nil || m.c.direct == nil {
+		return -1
+	}
+	return m.c.direct.fd
+}

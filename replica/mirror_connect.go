@@ -75,15 +75,18 @@ func (m *Mirror) Connect(ctx context.Context) error {
 		c.close()
 		return fmt.Errorf("mirror: handshake with %s: %w", m.cfg.Source, err)
 	}
+	maxLen := max(tcpFrameMax, m.shape.MaxRecord())
+	if m.cfg.Loop == nil && c.udp == nil {
+		// Before the status writer starts: it writes on c.tcp.
+		if d, rc := directReader(c.tcp, c.br, maxLen); d != nil { // nil for TLS
+			c.direct, c.tcp = d, rc
+		}
+	}
 	if c.telemetry {
 		if err := c.startStatus(); err != nil {
 			c.close()
 			return fmt.Errorf("mirror: %w", err)
 		}
-	}
-	maxLen := max(tcpFrameMax, m.shape.MaxRecord())
-	if m.cfg.Loop == nil && c.udp == nil {
-		c.direct = directReader(c.tcp, c.br, maxLen) // nil for TLS
 	}
 	m.c = c
 	m.stats.Connects++

@@ -5,9 +5,16 @@ package replica_test
 // goroutine.
 
 import (
+	"context"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/replica"
 )
@@ -74,4 +81,80 @@ func TestDirectTCPWakesOnTheSocket(t *testing.T) {
 	if ready := after.Ready - before.Ready; ready < records {
 		t.Fatalf("%d sleeps ended by the socket for %d records (wait stats %+v → %+v)", ready, records, before, after)
 	}
+}
+
+// A direct mirror's socket is out of Go's poller: no epoll instance of the
+// process watches it (/proc/self/fdinfo of every eventpoll descriptor),
+// so a frame that arrives wakes no runtime thread in epoll_wait, only the
+// run loop's ppoll. The mirror still writes on it: its STATUS reaches the
+// source (Server.Wait returns), and it closes cleanly.
+func TestDirectTCPOutOfGoPoller(t *testing.T) {
+	p, src := pairSource(t, 4096)
+	scfg, mcfg := transportConfigs("tcp")
+	srv := src.serve(scfg)
+	src.push(10)
+	mcfg.From, mcfg.Ring = fromOldest, filepath.Join(t.TempDir(), "mirror")
+	m := newMirrorOf(t, src, p.BAddr, mcfg)
+	defer m.Close()
+	connectIn(t, p.B, m)
+	fd := replica.DirectFD(m)
+	if fd < 0 {
+		t.Fatal("the mirror reads no socket itself")
+	}
+	if eps := epollsWatching(t, fd); len(eps) != 0 {
+		t.Fatalf("descriptor %d is in the epoll set of descriptors %v", fd, eps)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := srv.Wait(ctx, 1, 10); done <- err }()
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := m.Step(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("Wait for the STATUS of 10 records: %v", err)
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stepping for 10 s: %+v", m.Stats())
+		}
+	}
+}
+
+// epollsWatching lists this process's eventpoll descriptors that watch
+// fd's file, under any descriptor number (their fdinfo has a "tfd:" line
+// with its inode).
+func epollsWatching(t *testing.T, fd int) []int {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		t.Fatal(err)
+	}
+	ino := "ino:" + strconv.FormatUint(st.Ino, 16)
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eps []int
+	for _, e := range ents {
+		if link, _ := os.Readlink("/proc/self/fd/" + e.Name()); link != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile("/proc/self/fdinfo/" + e.Name())
+		if err != nil {
+			continue // closed meanwhile
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			if f := strings.Fields(line); len(f) > 0 && f[0] == "tfd:" && slices.Contains(f, ino) {
+				n, _ := strconv.Atoi(e.Name())
+				eps = append(eps, n)
+			}
+		}
+	}
+	return eps
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -49,63 +47,22 @@ func newTCPReader(src func([]byte) (int, error), fd, maxLen, size int, pre []byt
 	return t
 }
 
-// directReader is the direct reader of a plain TCP connection, or nil for
-// any other (TLS) connection. It takes what br buffered past the
-// handshake.
-func directReader(tcp net.Conn, br *bufio.Reader, maxLen int) *tcpReader {
+// directReader is the direct reader of a plain TCP connection, with the
+// connection moved out of Go's poller (rawConn, which the caller uses in
+// tcp's place from then on); nil for any other (TLS) connection, or if the
+// socket could not be moved. It takes what br buffered past the handshake.
+func directReader(tcp net.Conn, br *bufio.Reader, maxLen int) (*tcpReader, *rawConn) {
 	tc, ok := tcp.(*net.TCPConn)
 	if !ok {
-		return nil
-	}
-	rc, err := tc.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	fd := -1
-	ctl := func(s uintptr) {
-		fd = int(s)
-		setBuffer(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, directRcvBuf)
-	}
-	if rc.Control(ctl) != nil || fd < 0 {
-		return nil
+		return nil, nil
 	}
 	pre, _ := br.Peek(br.Buffered()) // never reads: only what is buffered
-	return newTCPReader(rawSource(rc), fd, maxLen, tcpReadBuf, pre)
-}
-
-// rawSource reads a socket without blocking and without Go's poller: a
-// read(2) on its descriptor (rc.Read with a function that never asks to
-// wait). It allocates nothing per call.
-func rawSource(rc syscall.RawConn) func([]byte) (int, error) {
-	var (
-		p   []byte
-		n   int
-		err error
-	)
-	read := func(fd uintptr) bool {
-		for {
-			n, err = unix.Read(int(fd), p)
-			if err != unix.EINTR {
-				return true
-			}
-		}
+	pre = append([]byte(nil), pre...)
+	rc, err := detach(tc, func(fd int) { setBuffer(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, directRcvBuf) })
+	if err != nil {
+		return nil, nil
 	}
-	return func(b []byte) (int, error) {
-		p, n, err = b, 0, nil
-		if cerr := rc.Read(read); cerr != nil {
-			return 0, cerr
-		}
-		p = nil
-		switch {
-		case err == unix.EAGAIN:
-			return 0, errAgain
-		case err != nil:
-			return 0, os.NewSyscallError("read", err)
-		case n == 0:
-			return 0, io.EOF
-		}
-		return n, nil
-	}
+	return newTCPReader(rc.readNow, rc.fd, maxLen, tcpReadBuf, pre), rc
 }
 
 // next returns the next whole frame, reading the socket when the buffer

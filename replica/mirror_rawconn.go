@@ -1,0 +1,231 @@
+package replica
+
+import (
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// rawConn is a direct mirror's TCP connection once it is out of Go's
+// poller: the socket is duplicated and the net.TCPConn closed, which takes
+// it out of the runtime's epoll set. Left in it, every frame that arrived
+// woke the thread the runtime keeps in epoll_wait (any process with a
+// goroutine parked on a socket has one), inside the sender's write(2): a
+// same-host frame's write took 15 µs instead of 5 (a two-thread
+// microbenchmark, 2026-12-02). The run loop reads it without blocking
+// (readNow) and sleeps in ppoll on it; writes (STATUS, NAK) wait in ppoll
+// for room, up to the write deadline.
+//
+// ops guards fd: reads and writes hold it shared for their system calls,
+// Close exclusively to close the descriptor, so that no call ever meets a
+// descriptor number that was closed and reused. wmu orders whole writes
+// (the status relay's and the run loop's frames never interleave).
+type rawConn struct {
+	ops    sync.RWMutex
+	fd     int // -1 once closed (under ops held exclusively)
+	wmu    sync.Mutex
+	closed atomic.Bool // set by Close before the shutdown that wakes pollers
+	once   sync.Once
+	// rdl and wdl are the read and write deadlines in Unix nanoseconds (0:
+	// none): stored by SetDeadline and friends, loaded by Read and Write.
+	rdl, wdl      atomic.Int64
+	local, remote net.Addr
+}
+
+// pollSlice bounds one ppoll of a blocked Read or Write, so a deadline
+// set meanwhile is seen.
+const pollSlice = 50 * time.Millisecond
+
+// detach moves tc's socket to a rawConn and closes tc (which takes its
+// descriptor out of Go's poller); fn runs on the descriptor first.
+func detach(tc *net.TCPConn, fn func(fd int)) (*rawConn, error) {
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	fd := -1
+	var derr error
+	if err := rc.Control(func(s uintptr) { fd, derr = unix.Dup(int(s)) }); err != nil {
+		return nil, err
+	}
+	if derr != nil {
+		return nil, os.NewSyscallError("dup", derr)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	if fn != nil {
+		fn(fd)
+	}
+	c := &rawConn{fd: fd, local: tc.LocalAddr(), remote: tc.RemoteAddr()}
+	tc.Close() // the duplicate keeps the socket open
+	return c, nil
+}
+
+// readNow reads what the socket holds without waiting: errAgain when
+// nothing is there (tcpReader's source).
+func (c *rawConn) readNow(p []byte) (int, error) {
+	c.ops.RLock()
+	defer c.ops.RUnlock()
+	if c.fd < 0 {
+		return 0, net.ErrClosed
+	}
+	for {
+		n, err := unix.Read(c.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return 0, errAgain
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// Read waits up to the read deadline for bytes (net.Conn; the run loop
+// uses readNow).
+func (c *rawConn) Read(p []byte) (int, error) {
+	for {
+		n, err := c.readNow(p)
+		if err != errAgain {
+			return n, err
+		}
+		if err := c.await(unix.POLLIN, &c.rdl); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Write writes all of p, waiting for room up to the write deadline.
+func (c *rawConn) Write(p []byte) (int, error) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	n := 0
+	for n < len(p) {
+		k, err := c.writeNow(p[n:])
+		n += k
+		switch {
+		case err == errAgain:
+			if err := c.await(unix.POLLOUT, &c.wdl); err != nil {
+				return n, err
+			}
+		case err != nil:
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// writeNow is one non-blocking send (MSG_NOSIGNAL: a closed peer is
+// EPIPE, not a signal).
+func (c *rawConn) writeNow(p []byte) (int, error) {
+	c.ops.RLock()
+	defer c.ops.RUnlock()
+	if c.fd < 0 {
+		return 0, net.ErrClosed
+	}
+	for {
+		n, err := unix.SendmsgN(c.fd, p, nil, nil, unix.MSG_NOSIGNAL)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err == unix.EAGAIN:
+			return max(n, 0), errAgain
+		case err != nil:
+			return 0, os.NewSyscallError("write", err)
+		}
+		return n, nil
+	}
+}
+
+// await sleeps in ppoll until the socket is ready for events, it is
+// closed, or the deadline in dl passes (os.ErrDeadlineExceeded, as a
+// net.Conn's).
+func (c *rawConn) await(events int16, dl *atomic.Int64) error {
+	for {
+		if c.closed.Load() {
+			return net.ErrClosed
+		}
+		wait := pollSlice
+		if d := dl.Load(); d != 0 {
+			left := time.Until(time.Unix(0, d))
+			if left <= 0 {
+				return os.ErrDeadlineExceeded
+			}
+			wait = min(wait, left)
+		}
+		if ready, err := c.poll(events, wait); ready || err != nil {
+			return err
+		}
+	}
+}
+
+// poll is one bounded ppoll on the socket.
+func (c *rawConn) poll(events int16, wait time.Duration) (bool, error) {
+	c.ops.RLock()
+	defer c.ops.RUnlock()
+	if c.fd < 0 {
+		return false, net.ErrClosed
+	}
+	fds := []unix.PollFd{{Fd: int32(c.fd), Events: events}}
+	ts := unix.NsecToTimespec(wait.Nanoseconds())
+	n, err := unix.Ppoll(fds, &ts, nil)
+	if err != nil && err != unix.EINTR {
+		return false, os.NewSyscallError("ppoll", err)
+	}
+	return n > 0, nil
+}
+
+// Close shuts the socket down, which wakes a Read or Write in ppoll, then
+// closes the descriptor once no call uses it. Safe from any goroutine,
+// more than once.
+func (c *rawConn) Close() error {
+	c.once.Do(func() {
+		c.closed.Store(true)
+		c.ops.RLock()
+		unix.Shutdown(c.fd, unix.SHUT_RDWR)
+		c.ops.RUnlock()
+		c.ops.Lock()
+		unix.Close(c.fd)
+		c.fd = -1
+		c.ops.Unlock()
+	})
+	return nil
+}
+
+func (c *rawConn) LocalAddr() net.Addr  { return c.local }
+func (c *rawConn) RemoteAddr() net.Addr { return c.remote }
+
+func (c *rawConn) SetDeadline(t time.Time) error {
+	c.SetReadDeadline(t)
+	return c.SetWriteDeadline(t)
+}
+
+func (c *rawConn) SetReadDeadline(t time.Time) error {
+	c.rdl.Store(unixNanoOrZero(t))
+	return nil
+}
+
+func (c *rawConn) SetWriteDeadline(t time.Time) error {
+	c.wdl.Store(unixNanoOrZero(t))
+	return nil
+}
+
+// unixNanoOrZero is t in Unix nanoseconds, 0 for the zero time (none).
+func unixNanoOrZero(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
