@@ -139,8 +139,10 @@
 //     in ppoll on it; its socket asks for an 8 MiB receive buffer, where
 //     the reader read ahead. That saves the reader's wake-up and the
 //     Waker's, two of a same-host mirror's four thread wake-ups per
-//     record; the socket stays in Go's poller, whose epoll thread may
-//     still wake for it.
+//     record. The socket also leaves Go's poller (rawConn: duplicated, the
+//     net.TCPConn closed), so no frame wakes the runtime's epoll thread;
+//     the status writer and the NAKs write on the rawConn, which waits
+//     in ppoll for room.
 //   - the status writer, when the source takes telemetry: an idle.Relay
 //     parked in the netpoller on an eventfd, which the run loop kicks
 //     after it put a STATUS in a one-slot channel (the newest STATUS
