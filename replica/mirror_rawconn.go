@@ -71,22 +71,41 @@ func detach(tc *net.TCPConn, fn func(fd int)) (*rawConn, error) {
 
 // readNow reads what the socket holds without waiting: errAgain when
 // nothing is there (tcpReader's source).
-func (c *rawConn) readNow(p []byte) (int, error) {
+func (c *rawConn) readNow(p []byte) (int, error) { return c.call(false, p) }
+
+// writeNow is one non-blocking send (MSG_NOSIGNAL: a closed peer is
+// EPIPE, not a signal).
+func (c *rawConn) writeNow(p []byte) (int, error) { return c.call(true, p) }
+
+// call is one non-blocking read or send on the descriptor (again after
+// EINTR), with the descriptor held open; errAgain when it would block.
+// It allocates nothing but its errors.
+func (c *rawConn) call(write bool, p []byte) (int, error) {
 	c.ops.RLock()
 	defer c.ops.RUnlock()
 	if c.fd < 0 {
 		return 0, net.ErrClosed
 	}
+	op := "read"
+	if write {
+		op = "write"
+	}
 	for {
-		n, err := unix.Read(c.fd, p)
+		var n int
+		var err error
+		if write {
+			n, err = unix.SendmsgN(c.fd, p, nil, nil, unix.MSG_NOSIGNAL)
+		} else {
+			n, err = unix.Read(c.fd, p)
+		}
 		switch {
 		case err == unix.EINTR:
 			continue
 		case err == unix.EAGAIN:
 			return 0, errAgain
 		case err != nil:
-			return 0, os.NewSyscallError("read", err)
-		case n == 0:
+			return 0, os.NewSyscallError(op, err)
+		case n == 0 && !write && len(p) > 0:
 			return 0, io.EOF
 		}
 		return n, nil
@@ -125,28 +144,6 @@ func (c *rawConn) Write(p []byte) (int, error) {
 		}
 	}
 	return n, nil
-}
-
-// writeNow is one non-blocking send (MSG_NOSIGNAL: a closed peer is
-// EPIPE, not a signal).
-func (c *rawConn) writeNow(p []byte) (int, error) {
-	c.ops.RLock()
-	defer c.ops.RUnlock()
-	if c.fd < 0 {
-		return 0, net.ErrClosed
-	}
-	for {
-		n, err := unix.SendmsgN(c.fd, p, nil, nil, unix.MSG_NOSIGNAL)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err == unix.EAGAIN:
-			return max(n, 0), errAgain
-		case err != nil:
-			return 0, os.NewSyscallError("write", err)
-		}
-		return n, nil
-	}
 }
 
 // await sleeps in ppoll until the socket is ready for events, it is
