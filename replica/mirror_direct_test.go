@@ -5,7 +5,6 @@ package replica_test
 // goroutine.
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -104,25 +103,8 @@ func TestDirectTCPOutOfGoPoller(t *testing.T) {
 	if eps := epollsWatching(t, fd); len(eps) != 0 {
 		t.Fatalf("descriptor %d is in the epoll set of descriptors %v", fd, eps)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := srv.Wait(ctx, 1, 10); done <- err }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := m.Step(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatalf("Wait for the STATUS of 10 records: %v", err)
-			}
-			return
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("stepping for 10 s: %+v", m.Stats())
-		}
+	if n, err := stepUntilWaited(t, m, srv, 10); n != 1 {
+		t.Fatalf("Wait for the STATUS of 10 records: %d, %v (%+v)", n, err, m.Stats())
 	}
 }
 

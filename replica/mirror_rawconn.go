@@ -50,13 +50,13 @@ func detach(tc *net.TCPConn, fn func(fd int)) (*rawConn, error) {
 	}
 	fd := -1
 	var derr error
-	if err := rc.Control(func(s uintptr) { fd, derr = unix.Dup(int(s)) }); err != nil {
+	dup := func(s uintptr) { fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0) } // close-on-exec from the start
+	if err := rc.Control(dup); err != nil {
 		return nil, err
 	}
 	if derr != nil {
-		return nil, os.NewSyscallError("dup", derr)
+		return nil, os.NewSyscallError("fcntl", derr)
 	}
-	unix.CloseOnExec(fd)
 	if err := unix.SetNonblock(fd, true); err != nil {
 		unix.Close(fd)
 		return nil, os.NewSyscallError("fcntl", err)

@@ -56,8 +56,7 @@ func directReader(tcp net.Conn, br *bufio.Reader, maxLen int) (*tcpReader, *rawC
 	if !ok {
 		return nil, nil
 	}
-	pre, _ := br.Peek(br.Buffered()) // never reads: only what is buffered
-	pre = append([]byte(nil), pre...)
+	pre, _ := br.Peek(br.Buffered()) // never reads: only what is buffered (newTCPReader copies it)
 	rc, err := detach(tc, func(fd int) { setBuffer(fd, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, directRcvBuf) })
 	if err != nil {
 		return nil, nil

@@ -73,28 +73,11 @@ func TestStatusWrittenByRelay(t *testing.T) {
 		Ring: filepath.Join(t.TempDir(), "mirror"), StatusInterval: time.Hour})
 	defer m.Close()
 	connectIn(t, p.B, m)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	done := make(chan int, 1)
-	go func() { n, _ := srv.Wait(ctx, 1, 5); done <- n }()
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := m.Step(); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case n := <-done:
-			if n != 1 {
-				t.Fatalf("Wait(1, 5) = %d", n)
-			}
-			if st := replica.StatusRelayStats(m); st.Fires == 0 {
-				t.Fatalf("status relay %+v: the STATUS did not go through it", st)
-			}
-			return
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Wait never returned; status relay %+v", replica.StatusRelayStats(m))
-		}
+	if n, err := stepUntilWaited(t, m, srv, 5); n != 1 {
+		t.Fatalf("Wait(1, 5) = %d, %v; status relay %+v", n, err, replica.StatusRelayStats(m))
+	}
+	if st := replica.StatusRelayStats(m); st.Fires == 0 {
+		t.Fatalf("status relay %+v: the STATUS did not go through it", st)
 	}
 }
 
@@ -185,4 +168,29 @@ func turnedStream(t *testing.T, tweak func(*replica.MirrorConfig)) (*replica.Ser
 	src.push(10)
 	tt.until("the history copied", func() bool { return mr.m.Stats().Next == 11 })
 	return srv, src, mr, lt, tt
+}
+
+// stepUntilWaited steps m from the test's goroutine until the source's
+// Wait for one mirror to apply seq returns (10 s at most: Wait's context
+// ends then), and returns what Wait did.
+func stepUntilWaited(t *testing.T, m *replica.Mirror, srv *replica.Server, seq uint64) (int, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	type result struct {
+		n   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { n, err := srv.Wait(ctx, 1, seq); done <- result{n, err} }()
+	for {
+		if _, err := m.Step(); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case r := <-done:
+			return r.n, r.err
+		default:
+		}
+	}
 }

@@ -122,10 +122,10 @@ func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
 		storeMax(&s.lastSent, sn.next-1)
 		storeMax(&s.sentDone, sn.next-1)
 		sn.pending = false
-		// No heartbeat is owed to nobody: the next round is due as an idle
-		// heartbeat's would be (doubling up to udpHeartbeatIdle), not at
-		// once on every round; records wake the sender anyway.
-		sn.lastSend, sn.hbEvery = now, min(2*sn.hbEvery, udpHeartbeatIdle)
+		// No heartbeat is owed to nobody, but its interval passes the
+		// same: the next round is due as an idle heartbeat's would be, not
+		// at once on every round; records wake the sender anyway.
+		sn.beat(now)
 		return sn.next
 	}
 	if sn.next <= w {
@@ -260,6 +260,12 @@ func (sn *sender) heartbeat(now time.Time, dests []dest) {
 	n, _ := s.udp.SendBatch(sn.msgs)
 	s.st.heartbeats.Add(1)
 	s.st.datagrams.Add(uint64(n))
+	sn.beat(now)
+}
+
+// beat starts the next heartbeat interval at now, twice the last one, up
+// to udpHeartbeatIdle.
+func (sn *sender) beat(now time.Time) {
 	sn.lastSend, sn.hbEvery = now, min(2*sn.hbEvery, udpHeartbeatIdle)
 }
 
