@@ -53,8 +53,11 @@ same host, on the other host and through a hub (stages), one source with
 sendto calls (sendcost), and the ring-to-ring round trip as deployed,
 every endpoint its own process: a pinger, ringfire serve and mirror, an
 echo, serve and mirror again, over two veth pairs, beside the datagram
-alone between two processes, with the CPU each process used (deployed;
---waits, --warmup, --samples, --deployed-for, --ringfire), and 1, 4 and 16
+alone between two processes and the hand-offs alone (4 and 6 processes
+passing a record on through rings, no network), with the CPU each process
+used (deployed; --waits, --warmup, --samples, --deployed-for, --ringfire;
+a --waits of loop-yield runs four processes instead, the serve and the
+mirror of each host in one ringfire run on one loop), and 1, 4 and 16
 rings served and mirrored by one ringfire run process per side over AF_XDP:
 their aggregate zero-loss rate and each ring's round trip against one ring
 alone (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
@@ -87,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.stress, "stress", time.Second, "open loop `duration` per rate")
 	fs.DurationVar(&f.stages, "stages", time.Second, "`duration` of each stage and fan-out measurement")
 	fs.StringVar(&f.waits, "waits", strings.Join(bench.DefaultWaits, ","),
-		"deployed: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X)")
+		"deployed: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X, loop-X: one ringfire run per host, its serve and mirror on one loop waiting as X, unicast only)")
 	fs.IntVar(&f.warmUp, "warmup", 10_000, "deployed: warm-up round trips per measurement")
 	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
 	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -28,22 +29,39 @@ func TestMain(m *testing.M) {
 
 // A short deployed run over kernel UDP and AF_XDP unicast, every endpoint
 // its own process, takes every sample it was asked for in each wait mode
-// and datagram style, and reports the CPU of every process. It asserts
-// what was measured, never how fast.
+// (six processes, or four with a loop's wait), in each relay of the
+// hand-offs alone and in each datagram style, and reports the CPU of
+// every process. It asserts what was measured, never how fast.
 func TestBenchDeployedSmoke(t *testing.T) {
 	out, stdout := runBench(t, 4*time.Minute, "--sections", "deployed", "--transports", "udp-unicast,xdp-unicast",
-		"--warmup", "20", "--samples", "200")
-	wantContains(t, "bench output", stdout, "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second")
+		"--waits", "default,loop-yield", "--warmup", "20", "--samples", "200")
+	wantContains(t, "bench output", stdout, "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second",
+		"deployed: the hand-offs alone")
 	rep := readReport(t, out)
-	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) {
-		t.Fatalf("%d deployed, %d datagram measurements; want 4 and %d",
-			len(rep.Deployed), len(rep.DeployedDatagram), len(bench.DatagramStyles))
+	// The relays: default and yield (loop-yield's mode), 4 and 6 processes each.
+	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) || len(rep.DeployedRelay) != 2*len(bench.RelayProcs) {
+		t.Fatalf("%d deployed, %d datagram, %d relay measurements; want 4, %d and %d",
+			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(bench.DatagramStyles), 2*len(bench.RelayProcs))
 	}
 	for _, d := range rep.Deployed {
+		if d.Wait == "loop-yield" {
+			checkDeployed(t, d, "pinger", "echo", "run 1", "run 2")
+			continue
+		}
 		checkDeployed(t, d, "pinger", "serve A", "mirror A'", "echo", "serve B", "mirror B'")
 	}
 	for _, d := range rep.DeployedDatagram {
 		checkDeployed(t, d, "pinger", "echo")
+	}
+	for _, d := range rep.DeployedRelay {
+		roles := []string{"pinger"}
+		for i := 1; i < d.Procs; i++ {
+			roles = append(roles, fmt.Sprintf("relay %d", i))
+		}
+		if d.Transport != "shm" || (d.Wait != "default" && d.Wait != "yield") {
+			t.Errorf("relay of %d processes: %s %s", d.Procs, d.Transport, d.Wait)
+		}
+		checkDeployed(t, d, roles...)
 	}
 }
 

@@ -8,9 +8,12 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/ringfire/ringfire/internal/cli"
+	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica"
 )
 
@@ -82,6 +85,8 @@ func loadRunConfig(file string) (*runConfig, error) {
 
 // serveRunConfig runs c's units until ctx ends, rereading file on SIGHUP.
 func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Logger) error {
+	// RINGFIRE_TRACE: the stamps of every unit, once all have stopped.
+	defer trace.Flush("run-" + strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	e := newEngine(log)

@@ -132,7 +132,9 @@ func (ps procSet) stopAll() error {
 
 // deployed measures the ring-to-ring round trip over tr with wait mode
 // wait, every endpoint its own process: pinger → A → serve (N1) → mirror
-// (N2) → A' → echo → B → serve (N2) → mirror (N1) → B' → pinger.
+// (N2) → A' → echo → B → serve (N2) → mirror (N1) → B' → pinger. A loop's
+// wait name (loop-yield) runs four processes instead: the serve and the
+// mirror of each host are one ringfire run on one Loop (deployed_loop.go).
 func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 	d, err := r.deployedNet(cfg)
 	if err != nil {
@@ -149,7 +151,7 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 	back := hop{from: d.n2, to: d.n1, fromNS: p.B, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, dir: 1,
 		ring: filepath.Join(dir, "B"), copy: filepath.Join(dir, "B-mirror")}
 	var ps procSet
-	defer func() { ps.stopAll() }() // ps as it is at return
+	defer func() { ps.stopRuns() }() // ps as it is at return
 	traceDir := ""
 	if cfg.Trace { // the processes inherit the environment
 		traceDir = filepath.Join(dir, "trace")
@@ -160,37 +162,62 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 		defer os.Unsetenv(trace.Env)
 	}
 	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
+	_, mode, isLoop := loopWait(wait)
+	if isLoop { // the roles wait as the loop does
+		spec.Wait = mode
+	}
 	ping, echo := spec, spec
-	ping.Role, ping.Ring, ping.Read = roleRingPinger, out.ring, back.copy
-	echo.Role, echo.Ring, echo.Read = roleRingEcho, back.ring, out.copy
-	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
+	ping.Role, echo.Role = roleRingPinger, roleRingEcho
+	chain := traceChain
+	var pinger *proc
+	if isLoop {
+		lo, lb := loopHops(d, dir, tr, wait)
+		ping.Ring, ping.Read = lo.ring(0), lb.copy(0)
+		echo.Ring, echo.Read = lb.ring(0), lo.copy(0)
+		pinger, err = ps.loopProcs(d, dir, ping, echo, lo, lb)
+		chain = loopChain
+	} else {
+		ping.Ring, ping.Read = out.ring, back.copy
+		echo.Ring, echo.Read = back.ring, out.copy
+		pinger, err = ps.sixProcs(d, tr, wait, ping, echo, out, back)
+	}
 	if err != nil {
-		return Deployed{}, err
-	}
-	if err := ps.serve(d, out, tr, wait, "serve A"); err != nil {
-		return Deployed{}, err
-	}
-	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
-		return Deployed{}, err
-	}
-	if err := ps.serve(d, back, tr, wait, "serve B"); err != nil {
-		return Deployed{}, err
-	}
-	if _, err := ps.start(out.to, "mirror A'", mirrorArgs(d.ringfire, out, tr, wait), nil, false); err != nil {
-		return Deployed{}, err
-	}
-	if _, err := ps.start(back.to, "mirror B'", mirrorArgs(d.ringfire, back, tr, wait), nil, false); err != nil {
 		return Deployed{}, err
 	}
 	res, err := ps.measure(pinger, cfg)
 	res.Transport, res.Wait = tr, wait
 	if err == nil && traceDir != "" {
-		if err = ps.stopAll(); err == nil { // they write their stamps as they stop
-			res.Hops, err = traceHops(traceDir, cfg.WarmUp)
+		if err = ps.stopRuns(); err == nil { // they write their stamps as they stop
+			res.Hops, err = traceHops(traceDir, cfg.WarmUp, chain)
 		}
 		ps = nil
 	}
 	return res, err
+}
+
+// sixProcs starts the pinger, serve A, the echo, serve B and the two
+// mirrors, each its own process, and returns the pinger.
+func (ps *procSet) sixProcs(d *deployedNet, tr, wait string, ping, echo roleSpec, out, back hop) (*proc, error) {
+	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.serve(d, out, tr, wait, "serve A"); err != nil {
+		return nil, err
+	}
+	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
+		return nil, err
+	}
+	if err := ps.serve(d, back, tr, wait, "serve B"); err != nil {
+		return nil, err
+	}
+	if _, err := ps.start(out.to, "mirror A'", mirrorArgs(d.ringfire, out, tr, wait), nil, false); err != nil {
+		return nil, err
+	}
+	if _, err := ps.start(back.to, "mirror B'", mirrorArgs(d.ringfire, back, tr, wait), nil, false); err != nil {
+		return nil, err
+	}
+	return pinger, nil
 }
 
 // serve starts a ringfire serve of h and waits until it listens.

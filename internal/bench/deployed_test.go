@@ -31,8 +31,12 @@ func deployedReport() *Report {
 	}{{"udp-unicast", "default", 120, 300, 0.2}, {"udp-unicast", "spin", 40, 90, 0.3},
 		{"xdp-unicast", "default", 90, 150, 0.25}, {"xdp-unicast", "spin", 20, 45, 0.33}} {
 		r.Deployed = append(r.Deployed, Deployed{Transport: d.tr, Wait: d.wait, Lat: pct(100000, d.p50, d.p99, 900),
-			Measured: Duration(2 * time.Second), CPU: cpu(deployedRoles, d.per)})
+			Measured: Duration(2 * time.Second), CPU: cpu(deployedRoles[:6], d.per)})
 	}
+	r.Deployed = append(r.Deployed, Deployed{Transport: "xdp-unicast", Wait: "loop-spin", Lat: pct(100000, 15, 35, 900),
+		Measured: Duration(2 * time.Second), CPU: cpu([]string{"pinger", "echo", "run 1", "run 2"}, 0.6)})
+	r.DeployedRelay = append(r.DeployedRelay, Deployed{Transport: "shm", Wait: "spin", Procs: 4, Lat: pct(100000, 4, 10, 300),
+		Measured: Duration(time.Second), CPU: cpu([]string{"pinger", "relay 1", "relay 2", "relay 3"}, 0.45)})
 	for _, d := range []struct {
 		style    string
 		p50, p99 float64
@@ -59,6 +63,9 @@ func TestDeployedTables(t *testing.T) {
 		"8.00×",          // udp spin p50 40 ÷ spin 5
 		"0.75×", "0.50×", // xdp ÷ udp p50: default 90/120, spin 20/40
 		"mirror B'", "1.20", "1.98", "2.00", // totals: 6 × 0.2, 6 × 0.33, datagram 2 × 1
+		"loop-spin", "3.00×", // a loop's wait against its mode's datagram: 15 ÷ spin 5
+		"run 2", "2.40", // the loop's four processes: 4 × 0.6
+		"the hand-offs alone", "2.50×", "1.80", // relay p99 ÷ p50: 10 ÷ 4; CPU 4 × 0.45
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tables lack %q", want)
@@ -163,12 +170,19 @@ func TestLastLines(t *testing.T) {
 	}
 }
 
-// traceHops pairs the stamps of the six processes by sequence and
-// measures every leg, leaving out the warm-up and incomplete records.
+// traceHops pairs the stamps of the processes by sequence and measures
+// every leg, leaving out the warm-up and incomplete records: six
+// processes, or four with one ringfire run per host.
 func TestTraceHops(t *testing.T) {
+	for name, chain := range map[string][]traceStage{"six": traceChain, "loop": loopChain} {
+		t.Run(name, func(t *testing.T) { testTraceHops(t, chain) })
+	}
+}
+
+func testTraceHops(t *testing.T, chain []traceStage) {
 	dir := t.TempDir()
 	files := map[string]*strings.Builder{}
-	for i, st := range traceChain {
+	for i, st := range chain {
 		b := files[st.file]
 		if b == nil {
 			b = new(strings.Builder)
@@ -186,11 +200,11 @@ func TestTraceHops(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hops, err := traceHops(dir, 1)
+	hops, err := traceHops(dir, 1, chain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(hops) != len(traceChain)-1 || hops[0].From != "pinger push" || hops[len(hops)-1].To != "pinger read" {
+	if len(hops) != len(chain)-1 || hops[0].From != "pinger push" || hops[len(hops)-1].To != "pinger read" {
 		t.Fatalf("hops %+v", hops)
 	}
 	for _, h := range hops {

@@ -21,8 +21,8 @@ type Hop struct {
 // traceStage is one stamp of the loop: which process file, which stage.
 type traceStage struct{ file, stage, name string }
 
-// traceChain is the loop's stamps in order (the file prefixes are the
-// names the processes flush under).
+// traceChain is the six-process loop's stamps in order (the file
+// prefixes are the names the processes flush under).
 var traceChain = []traceStage{
 	{"pinger", "push", "pinger push"},
 	{"serve-A", "picked", "serve A picked"}, {"serve-A", "sending", "serve A sendmmsg"}, {"serve-A", "sent", "serve A sent"},
@@ -67,11 +67,11 @@ func readStamps(dir, prefix string) (map[string]map[uint64]int64, error) {
 	return m, sc.Err()
 }
 
-// traceHops turns the trace files in dir into the loop's hops, over the
-// records after warmUp (records keep their sequence from A to B').
-func traceHops(dir string, warmUp int) ([]Hop, error) {
+// traceHops turns the trace files in dir into the hops of chain, over
+// the records after warmUp (records keep their sequence from A to B').
+func traceHops(dir string, warmUp int, chain []traceStage) ([]Hop, error) {
 	files := map[string]map[string]map[uint64]int64{}
-	for _, st := range traceChain {
+	for _, st := range chain {
 		if files[st.file] != nil {
 			continue
 		}
@@ -81,7 +81,7 @@ func traceHops(dir string, warmUp int) ([]Hop, error) {
 		}
 		files[st.file] = m
 	}
-	hists := make([]hist, len(traceChain)-1)
+	hists := make([]hist, len(chain)-1)
 	for i := range hists {
 		hists[i] = newHist()
 	}
@@ -89,9 +89,9 @@ func traceHops(dir string, warmUp int) ([]Hop, error) {
 		if seq <= uint64(warmUp) {
 			continue
 		}
-		ts := make([]int64, len(traceChain))
+		ts := make([]int64, len(chain))
 		complete := true
-		for i, st := range traceChain {
+		for i, st := range chain {
 			t, ok := files[st.file][st.stage][seq]
 			complete = complete && ok
 			ts[i] = t
@@ -105,7 +105,7 @@ func traceHops(dir string, warmUp int) ([]Hop, error) {
 	}
 	hops := make([]Hop, len(hists))
 	for i, h := range hists {
-		hops[i] = Hop{From: traceChain[i].name, To: traceChain[i+1].name, Lat: h.percentiles()}
+		hops[i] = Hop{From: chain[i].name, To: chain[i+1].name, Lat: h.percentiles()}
 	}
 	return hops, nil
 }

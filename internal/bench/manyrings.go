@@ -67,6 +67,16 @@ type ringsHop struct {
 	ports    ringsPorts
 	wait     string // a bench wait name: "default" sets no key
 	n        int
+	udp      bool // kernel UDP unicast (the deployed section's loop waits), not AF_XDP
+}
+
+// xdpKeys are a table's AF_XDP keys: the link's interface, and no silent
+// fallback to kernel UDP (none for a hop over kernel UDP).
+func (h ringsHop) xdpKeys() string {
+	if h.udp {
+		return ""
+	}
+	return fmt.Sprintf("xdp = %q\nrequire-xdp = true\n", h.ifname)
 }
 
 func (h ringsHop) name(i int) string { return fmt.Sprintf("%s%02d", h.prefix, i+1) }
@@ -134,16 +144,16 @@ func loopKey(wait string) string {
 // serves writes h's [[serve]] tables.
 func (h ringsHop) serves(b *strings.Builder) {
 	for i := range h.n {
-		fmt.Fprintf(b, "\n[[serve]]\nring = %q\nbind = %q\nudp = %d\niface = %q\nxdp = %q\nrequire-xdp = true\n%s",
-			h.ring(i), h.bind(i), h.ports.udp+i, h.src, h.ifname, waitKey(h.wait))
+		fmt.Fprintf(b, "\n[[serve]]\nring = %q\nbind = %q\nudp = %d\niface = %q\n%s%s",
+			h.ring(i), h.bind(i), h.ports.udp+i, h.src, h.xdpKeys(), waitKey(h.wait))
 	}
 }
 
 // mirrors writes h's [[mirror]] tables.
 func (h ringsHop) mirrors(b *strings.Builder) {
 	for i := range h.n {
-		fmt.Fprintf(b, "\n[[mirror]]\nsource = %q\nring = %q\nfrom = \"oldest\"\nunicast = true\niface = %q\nxdp = %q\nrequire-xdp = true\nreconnect-ms = 50\n%s",
-			h.bind(i), h.copy(i), h.dst, h.ifname, waitKey(h.wait))
+		fmt.Fprintf(b, "\n[[mirror]]\nsource = %q\nring = %q\nfrom = \"oldest\"\nunicast = true\niface = %q\n%sreconnect-ms = 50\n%s",
+			h.bind(i), h.copy(i), h.dst, h.xdpKeys(), waitKey(h.wait))
 	}
 }
 

@@ -9,9 +9,10 @@ import "strings"
 
 // datagramStyleOf is the datagram-alone style a wait mode is compared
 // with: what serve and mirror wait in with that mode. Today's default
-// parks in Go's netpoller; adaptive ends in blocking.
+// parks in Go's netpoller; adaptive ends in blocking; a loop's is its
+// mode's (loop-yield: yield).
 func datagramStyleOf(wait string) string {
-	switch wait {
+	switch wait = relayWait(wait); wait {
 	case "default":
 		return "netpoller"
 	case "adaptive":
@@ -20,8 +21,9 @@ func datagramStyleOf(wait string) string {
 	return wait
 }
 
-// deployedRoles are the CPU table's columns, in the order of the loop.
-var deployedRoles = []string{"pinger", "serve A", "mirror A'", "echo", "serve B", "mirror B'"}
+// deployedRoles are the CPU table's columns, in the order of the loop:
+// the six processes, then the two ringfire run of a loop's wait.
+var deployedRoles = []string{"pinger", "serve A", "mirror A'", "echo", "serve B", "mirror B'", "run 1", "run 2"}
 
 func (r *Report) deployedTable() table {
 	t := table{title: "deployed: ring to ring round trip, every endpoint its own process (µs)", header: []string{
@@ -63,6 +65,23 @@ func (r *Report) deployedDatagramTable() table {
 		p := d.Lat
 		t.rows = append(t.rows, []string{d.Wait, fmtCount(uint64(max(p.Samples, 0))),
 			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max)})
+	}
+	return t
+}
+
+// deployedRelayTable is the hand-offs alone, with the CPU all the
+// processes used together.
+func (r *Report) deployedRelayTable() table {
+	t := table{title: "deployed: the hand-offs alone, N processes passing one record on through N rings, no network (µs)", header: []string{
+		"processes", "wait", "samples", "p50", "p90", "p99", "p99.9", "max", "p99 ÷ p50", "CPU (cores)"}}
+	for _, d := range r.DeployedRelay {
+		p := d.Lat
+		var cores float64
+		for _, c := range d.CPU {
+			cores += c.PerSec
+		}
+		t.rows = append(t.rows, []string{fmtCount(uint64(d.Procs)), d.Wait, fmtCount(uint64(max(p.Samples, 0))),
+			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max), fmtRatio(p.P99, p.P50), fmtCores(cores)})
 	}
 	return t
 }

@@ -26,6 +26,7 @@ func (r *Report) tables() []table {
 		r.sendCostTable(),
 		r.deployedTable(),
 		r.deployedDatagramTable(),
+		r.deployedRelayTable(),
 		r.deployedCPUTable(),
 		r.deployedHopsTable(),
 		r.ringsTable(),

@@ -18,11 +18,15 @@ type Report struct {
 	Fanout   []Fanout   `json:"fanout"`       // per transport and mirror count
 	SendCost []SendCost `json:"send_cost"`    // sendmmsg to N mirrors against N sendto
 	// Deployed is the ring-to-ring round trip with every endpoint its own
-	// process (pinger, serve, mirror, echo, serve, mirror), per transport
-	// and wait mode; DeployedDatagram the datagram alone between two
-	// processes, per waiting style.
+	// process (pinger, serve, mirror, echo, serve, mirror; or, for a
+	// loop's wait name, pinger, one ringfire run per host, echo), per
+	// transport and wait mode; DeployedDatagram the datagram alone between
+	// two processes, per waiting style; DeployedRelay the hand-offs alone,
+	// Procs processes passing a record on through as many rings, no
+	// network, per process count and wait.
 	Deployed         []Deployed `json:"deployed"`
 	DeployedDatagram []Deployed `json:"deployed_datagram"`
+	DeployedRelay    []Deployed `json:"deployed_relay,omitempty"`
 	// Rings is N rings served and mirrored by one ringfire run process
 	// per side, per ring count and wait mode (one ring alone first).
 	Rings []Rings  `json:"rings,omitempty"`
@@ -125,8 +129,9 @@ type SendCost struct {
 // Deployed is one closed-loop measurement across processes: its round
 // trips and the CPU each process used while they were taken.
 type Deployed struct {
-	Transport string      `json:"transport"` // a ring transport, or "udp" for the datagram alone
-	Wait      string      `json:"wait"`      // the wait mode, or the datagram waiting style
+	Transport string      `json:"transport"`           // a ring transport, "udp" for the datagram alone, "shm" for the relay
+	Wait      string      `json:"wait"`                // the wait mode, or the datagram waiting style
+	Procs     int         `json:"processes,omitempty"` // the relay's processes
 	Lat       Percentiles `json:"round_trip"`
 	Measured  Duration    `json:"measured"`       // wall time of the samples
 	CPU       []ProcCPU   `json:"cpu"`            // one per process

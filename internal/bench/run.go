@@ -241,7 +241,8 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 }
 
 // planDeployed lists the deployed measurements: each transport the
-// section supports with each wait mode, then the datagram alone in each
+// section supports with each wait mode (a loop's only over unicast), the
+// hand-offs alone in each of those waits, then the datagram alone in each
 // style.
 func planDeployed(cfg *Config, rep *Report) []step {
 	var steps []step
@@ -250,6 +251,9 @@ func planDeployed(cfg *Config, rep *Report) []step {
 			continue
 		}
 		for _, w := range cfg.Waits {
+			if _, _, loop := loopWait(w); loop && multicast(tr) {
+				continue // a run file's mirrors are unicast here
+			}
 			steps = append(steps, step{"deployed " + tr + " wait " + w, func(r *rig) error {
 				d, err := r.deployed(cfg, tr, w)
 				if err == nil {
@@ -260,6 +264,23 @@ func planDeployed(cfg *Config, rep *Report) []step {
 		}
 	}
 	rep.Machine.Network += "; deployed: two namespaces joined by two veth pairs, one per direction"
+	var relayWaits []string
+	for _, w := range cfg.Waits {
+		if w := relayWait(w); !slices.Contains(relayWaits, w) {
+			relayWaits = append(relayWaits, w)
+		}
+	}
+	for _, w := range relayWaits {
+		for _, n := range RelayProcs {
+			steps = append(steps, step{fmt.Sprintf("deployed relay %d wait %s", n, w), func(r *rig) error {
+				d, err := r.deployedRelay(cfg, n, w)
+				if err == nil {
+					rep.DeployedRelay = append(rep.DeployedRelay, d)
+				}
+				return err
+			}})
+		}
+	}
 	for _, style := range DatagramStyles {
 		steps = append(steps, step{"deployed datagram " + style, func(r *rig) error {
 			d, err := r.deployedDatagram(cfg, style)

@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// The deployed section's four-process round trip, for a loop's wait name
+// (loop-yield): a media driver's layout, one ringfire run per host
+// carrying that host's serve and mirror on one Loop.
+//
+//	N1: pinger ── A ──▶ run 1 (serve A, mirror B') ◀── B' ── pinger
+//	                      │ veth0            ▲ veth1
+//	N2: echo ◀── A' ── run 2 (mirror A', serve B) ◀── B ── echo
+//
+// Four processes hand the record on (pinger, run 2, echo, run 1 and back
+// to the pinger); run 2's mirror and serve, and run 1's, pass it within
+// one thread.
+
+// loopChain is the four-process loop's stamps in order: ringfire run
+// flushes its stamps as "run-" and its file's base name.
+var loopChain = []traceStage{
+	{"pinger", "push", "pinger push"},
+	{"run-rtt-1", "picked", "run 1 picked A"}, {"run-rtt-1", "sending", "run 1 sendmmsg"}, {"run-rtt-1", "sent", "run 1 sent"},
+	{"run-rtt-2", "recv", "run 2 recv A'"}, {"run-rtt-2", "published", "run 2 published A'"},
+	{"echo", "read", "echo read"}, {"echo", "push", "echo push"},
+	{"run-rtt-2", "picked", "run 2 picked B"}, {"run-rtt-2", "sending", "run 2 sendmmsg"}, {"run-rtt-2", "sent", "run 2 sent"},
+	{"run-rtt-1", "recv", "run 1 recv B'"}, {"run-rtt-1", "published", "run 1 published B'"},
+	{"pinger", "read", "pinger read"},
+}
+
+// loopHops are the two hops of the four-process round trip over tr (a
+// unicast transport): one ring each way, in the rings section's ports.
+func loopHops(d *deployedNet, dir, tr, wait string) (out, back ringsHop) {
+	p, q := d.pair, d.back
+	udp := !strings.HasPrefix(tr, "xdp-")
+	out = ringsHop{prefix: "A", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsA, wait: wait, n: 1, udp: udp}
+	back = ringsHop{prefix: "B", dir: dir, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, ports: portsB, wait: wait, n: 1, udp: udp}
+	return out, back
+}
+
+// loopProcs starts the pinger, the echo and one ringfire run per
+// namespace (run 1 serves A and mirrors B', run 2 mirrors A' and serves
+// B), waits until both runs are ready, and returns the pinger.
+func (ps *procSet) loopProcs(d *deployedNet, dir string, ping, echo roleSpec, out, back ringsHop) (*proc, error) {
+	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
+		return nil, err
+	}
+	p := d.pair
+	run1, err := ps.startRun(d, d.n1, p.A, "run 1", filepath.Join(dir, "rtt-1.toml"), metricsAt(p.AAddr), []ringsHop{out}, []ringsHop{back})
+	if err != nil {
+		return nil, err
+	}
+	run2, err := ps.startRun(d, d.n2, p.B, "run 2", filepath.Join(dir, "rtt-2.toml"), metricsAt(p.BAddr), []ringsHop{back}, []ringsHop{out})
+	if err != nil {
+		return nil, err
+	}
+	for _, rr := range []*ringsRun{run1, run2} {
+		if err := rr.ready(); err != nil {
+			return nil, ps.explain(err)
+		}
+	}
+	return pinger, nil
+}
