@@ -171,16 +171,16 @@ func TestFormat(t *testing.T) {
 // The machine's stalls, measured before a run, are in its table and JSON.
 func TestStallReported(t *testing.T) {
 	st := measureStall(20 * time.Millisecond)
-	if st.Readings == 0 || time.Duration(st.For) != 20*time.Millisecond || st.Over5ms > st.Over1ms {
+	if st.Readings == 0 || time.Duration(st.For) != 20*time.Millisecond || st.Over5ms > st.Over1ms || st.Over1ms > st.Over20us {
 		t.Fatalf("stall %+v", st)
 	}
 	r := sampleReport()
-	r.Machine.Stall = Stall{For: Duration(2 * time.Second), Max: Duration(24645 * time.Microsecond), Over1ms: 2, Over5ms: 1, Readings: 1}
+	r.Machine.Stall = Stall{For: Duration(2 * time.Second), Max: Duration(24645 * time.Microsecond), Over20us: 800, Over1ms: 2, Over5ms: 1, Readings: 1}
 	var b strings.Builder
 	if err := r.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	if want := "stalls   longest 24.645ms; 2 gaps over 1 ms, 1 over 5 ms in 2s"; !strings.Contains(b.String(), want) {
+	if want := "stalls   longest 24.645ms; 800 gaps over 20 µs (400/s), 2 over 1 ms, 1 over 5 ms in 2s"; !strings.Contains(b.String(), want) {
 		t.Fatalf("table lacks %q:\n%s", want, b.String())
 	}
 	b.Reset()
