@@ -53,8 +53,9 @@ same host, on the other host and through a hub (stages), one source with
 sendto calls (sendcost), and the ring-to-ring round trip as deployed,
 every endpoint its own process: a pinger, ringfire serve and mirror, an
 echo, serve and mirror again, over two veth pairs, beside the datagram
-alone between two processes and the hand-offs alone (4 and 6 processes
-passing a record on through rings, no network), with the CPU each process
+alone between two processes and, for the waits that poll, the hand-offs
+alone (a record passed on six times between six processes, or between a
+loop per host's four, no network), with the CPU each process
 used (deployed; --waits, --warmup, --samples, --deployed-for, --ringfire;
 a --waits of loop-yield runs four processes instead, the serve and the
 mirror of each host in one ringfire run on one loop), and 1, 4 and 16

@@ -38,10 +38,11 @@ func TestBenchDeployedSmoke(t *testing.T) {
 	wantContains(t, "bench output", stdout, "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second",
 		"deployed: the hand-offs alone")
 	rep := readReport(t, out)
-	// The relays: default and yield (loop-yield's mode), 4 and 6 processes each.
-	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) || len(rep.DeployedRelay) != 2*len(bench.RelayProcs) {
+	// The relays: yield (loop-yield's mode; default sleeps, and has none),
+	// six processes and a loop's four.
+	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) || len(rep.DeployedRelay) != len(bench.RelayProcs) {
 		t.Fatalf("%d deployed, %d datagram, %d relay measurements; want 4, %d and %d",
-			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(bench.DatagramStyles), 2*len(bench.RelayProcs))
+			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(bench.DatagramStyles), len(bench.RelayProcs))
 	}
 	for _, d := range rep.Deployed {
 		if d.Wait == "loop-yield" {
@@ -58,7 +59,7 @@ func TestBenchDeployedSmoke(t *testing.T) {
 		for i := 1; i < d.Procs; i++ {
 			roles = append(roles, fmt.Sprintf("relay %d", i))
 		}
-		if d.Transport != "shm" || (d.Wait != "default" && d.Wait != "yield") {
+		if d.Transport != "shm" || d.Wait != "yield" {
 			t.Errorf("relay of %d processes: %s %s", d.Procs, d.Transport, d.Wait)
 		}
 		checkDeployed(t, d, roles...)

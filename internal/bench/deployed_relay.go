@@ -7,19 +7,32 @@ import (
 )
 
 // The hand-offs alone: what a record costs to pass between processes
-// that poll as the deployed roles do, with no network and no ringfire
-// process. N processes in namespace N1 pass one record on through N rings
-// in /dev/shm (the deployed roles' own code):
+// that poll, with no network and no ringfire process. The processes, in
+// namespace N1, pass one record on six times through six rings in
+// /dev/shm, as the two deployed round trips do:
 //
-//	pinger ── R0 ──▶ relay 1 ── R1 ──▶ … relay N-1 ── RN-1 ──▶ pinger
+//	six   pinger → relay 1 → relay 2 → relay 3 → relay 4 → relay 5 → pinger
+//	      (the six-process round trip: pinger, serve, mirror, echo, serve,
+//	      mirror)
+//	loop  pinger → relay 1 → relay 2 → relay 3 → relay 2 → relay 1 → pinger
+//	      (the four-process one: pinger, run 1, run 2, echo, run 2, run 1)
 //
-// With four processes it is the floor of the four-process round trip (a
-// loop per host), with six that of the six-process one, in the same wait:
-// what is left of a round trip above it is the two datagrams and
-// ringfire's own work.
+// The pinger is the deployed pinger; each relay copies its rings as the
+// rings section's echo does, polling all of them and calling sched_yield
+// after a pass that found nothing (spin: polling again). What a round trip
+// takes above its relay is the two datagrams and ringfire's own work.
 
-// RelayProcs are the process counts of the hand-off floor.
-var RelayProcs = []int{4, 6}
+// RelayProcs are the process counts of the relays: six, and a loop's four.
+var RelayProcs = []int{6, 4}
+
+// relayChains are the relays' hops: hop k ends at process chain[k+1]
+// (the pinger is 0, and the last hop ends at it).
+var relayChains = map[int][]int{6: {0, 1, 2, 3, 4, 5}, 4: {0, 1, 2, 3, 2, 1}}
+
+// relayWaits are the waits a relay is measured in: the polling ones (a
+// relay's processes poll whatever their wait; sleeping ones would be
+// measured against a floor they do not have).
+var relayWaits = []string{"yield", "spin"}
 
 // relayWait is the roles' wait of a deployed wait name: a loop's mode for
 // a loop's name (loop-yield: yield).
@@ -30,11 +43,12 @@ func relayWait(wait string) string {
 	return wait
 }
 
-// deployedRelay measures n processes passing one record on, each waiting
-// on its ring as wait says (roleWait).
+// deployedRelay measures the relay of n processes (relayChains), each
+// waiting on its rings as wait says.
 func (r *rig) deployedRelay(cfg *Config, n int, wait string) (Deployed, error) {
-	if n < 2 {
-		return Deployed{}, fmt.Errorf("bench: relay of %d processes: want 2 or more", n)
+	chain, ok := relayChains[n]
+	if !ok {
+		return Deployed{}, fmt.Errorf("bench: no relay of %d processes", n)
 	}
 	d, err := r.deployedNet(cfg)
 	if err != nil {
@@ -45,20 +59,25 @@ func (r *rig) deployedRelay(cfg *Config, n int, wait string) (Deployed, error) {
 		return Deployed{}, err
 	}
 	defer os.RemoveAll(dir)
-	ring := func(i int) string { return filepath.Join(dir, fmt.Sprintf("R%d", i)) }
+	ring := func(k int) string { return filepath.Join(dir, fmt.Sprintf("R%d", k)) }
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
 	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
 	ping := spec
-	ping.Role, ping.Ring, ping.Read = roleRingPinger, ring(0), ring(n-1)
+	ping.Role, ping.Ring, ping.Read = roleRingPinger, ring(0), ring(len(chain)-1)
 	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
 	if err != nil {
 		return Deployed{}, err
 	}
-	for i := 1; i < n; i++ {
+	for p := 1; p < n; p++ {
 		relay := spec
-		relay.Role, relay.Ring, relay.Read = roleRingEcho, ring(i), ring(i-1)
-		if _, err := ps.roleReady(d, d.n1, fmt.Sprintf("relay %d", i), relay); err != nil {
+		relay.Role = roleRingsEcho
+		for k := 1; k < len(chain); k++ {
+			if chain[k] == p { // hop k-1 ends here; this process writes hop k
+				relay.Reads, relay.Rings = append(relay.Reads, ring(k-1)), append(relay.Rings, ring(k))
+			}
+		}
+		if _, err := ps.roleReady(d, d.n1, fmt.Sprintf("relay %d", p), relay); err != nil {
 			return Deployed{}, err
 		}
 	}

@@ -72,7 +72,7 @@ func (r *Report) deployedDatagramTable() table {
 // deployedRelayTable is the hand-offs alone, with the CPU all the
 // processes used together.
 func (r *Report) deployedRelayTable() table {
-	t := table{title: "deployed: the hand-offs alone, N processes passing one record on through N rings, no network (µs)", header: []string{
+	t := table{title: "deployed: the hand-offs alone, one record passed on six times between processes, no network (µs)", header: []string{
 		"processes", "wait", "samples", "p50", "p90", "p99", "p99.9", "max", "p99 ÷ p50", "CPU (cores)"}}
 	for _, d := range r.DeployedRelay {
 		p := d.Lat

@@ -242,8 +242,8 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 
 // planDeployed lists the deployed measurements: each transport the
 // section supports with each wait mode (a loop's only over unicast), the
-// hand-offs alone in each of those waits, then the datagram alone in each
-// style.
+// hand-offs alone in each of those waits that polls, then the datagram
+// alone in each style.
 func planDeployed(cfg *Config, rep *Report) []step {
 	var steps []step
 	for _, tr := range cfg.Transports {
@@ -264,13 +264,13 @@ func planDeployed(cfg *Config, rep *Report) []step {
 		}
 	}
 	rep.Machine.Network += "; deployed: two namespaces joined by two veth pairs, one per direction"
-	var relayWaits []string
+	var relays []string
 	for _, w := range cfg.Waits {
-		if w := relayWait(w); !slices.Contains(relayWaits, w) {
-			relayWaits = append(relayWaits, w)
+		if w := relayWait(w); slices.Contains(relayWaits, w) && !slices.Contains(relays, w) {
+			relays = append(relays, w)
 		}
 	}
-	for _, w := range relayWaits {
+	for _, w := range relays {
 		for _, n := range RelayProcs {
 			steps = append(steps, step{fmt.Sprintf("deployed relay %d wait %s", n, w), func(r *rig) error {
 				d, err := r.deployedRelay(cfg, n, w)
