@@ -65,6 +65,21 @@ func (r *rig) deployedNet(cfg *Config) (*deployedNet, error) {
 	return d, nil
 }
 
+// deployedDir is the deployed topology (made at its first use) and a new
+// directory for one measurement's rings, named with prefix, which the
+// caller removes.
+func (r *rig) deployedDir(cfg *Config, prefix string) (*deployedNet, string, error) {
+	d, err := r.deployedNet(cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	dir, err := os.MkdirTemp(r.dir, prefix)
+	if err != nil {
+		return nil, "", err
+	}
+	return d, dir, nil
+}
+
 func (d *deployedNet) close() {
 	for _, l := range []*launcher{d.n1, d.n2} {
 		if l != nil {
@@ -136,11 +151,7 @@ func (ps procSet) stopAll() error {
 // wait name (loop-yield) runs four processes instead: the serve and the
 // mirror of each host are one ringfire run on one Loop (deployed_loop.go).
 func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
-	d, err := r.deployedNet(cfg)
-	if err != nil {
-		return Deployed{}, err
-	}
-	dir, err := os.MkdirTemp(r.dir, "deployed-")
+	d, dir, err := r.deployedDir(cfg, "deployed-")
 	if err != nil {
 		return Deployed{}, err
 	}
@@ -171,7 +182,7 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 	chain := traceChain
 	var pinger *proc
 	if isLoop {
-		lo, lb := loopHops(d, dir, tr, wait)
+		lo, lb := loopHops(d, dir, tr, wait, 1)
 		ping.Ring, ping.Read = lo.ring(0), lb.copy(0)
 		echo.Ring, echo.Read = lb.ring(0), lo.copy(0)
 		pinger, err = ps.loopProcs(d, dir, ping, echo, lo, lb)

@@ -29,13 +29,14 @@ var loopChain = []traceStage{
 	{"pinger", "read", "pinger read"},
 }
 
-// loopHops are the two hops of the four-process round trip over tr (a
-// unicast transport): one ring each way, in the rings section's ports.
-func loopHops(d *deployedNet, dir, tr, wait string) (out, back ringsHop) {
+// loopHops are the two hops of a four-process round trip over tr (a
+// unicast transport), n rings each way: A1..An served in N1 and mirrored
+// into N2 over veth0, B1..Bn the other way over veth1.
+func loopHops(d *deployedNet, dir, tr, wait string, n int) (out, back ringsHop) {
 	p, q := d.pair, d.back
 	udp := !strings.HasPrefix(tr, "xdp-")
-	out = ringsHop{prefix: "A", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsA, wait: wait, n: 1, udp: udp}
-	back = ringsHop{prefix: "B", dir: dir, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, ports: portsB, wait: wait, n: 1, udp: udp}
+	out = ringsHop{prefix: "A", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsA, wait: wait, n: n, udp: udp}
+	back = ringsHop{prefix: "B", dir: dir, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, ports: portsB, wait: wait, n: n, udp: udp}
 	return out, back
 }
 

@@ -50,11 +50,7 @@ func (r *rig) deployedRelay(cfg *Config, n int, wait string) (Deployed, error) {
 	if !ok {
 		return Deployed{}, fmt.Errorf("bench: no relay of %d processes", n)
 	}
-	d, err := r.deployedNet(cfg)
-	if err != nil {
-		return Deployed{}, err
-	}
-	dir, err := os.MkdirTemp(r.dir, "relay-")
+	d, dir, err := r.deployedDir(cfg, "relay-")
 	if err != nil {
 		return Deployed{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"slices"
 )
 
@@ -90,11 +89,7 @@ func (r *rig) rings(cfg *Config, n int, wait string) (Rings, error) {
 	if n < 1 || n > MaxRings {
 		return Rings{}, fmt.Errorf("bench: %d rings: want 1..%d", n, MaxRings)
 	}
-	d, err := r.deployedNet(cfg)
-	if err != nil {
-		return Rings{}, err
-	}
-	dir, err := os.MkdirTemp(r.dir, fmt.Sprintf("rings-%d-", n))
+	d, dir, err := r.deployedDir(cfg, fmt.Sprintf("rings-%d-", n))
 	if err != nil {
 		return Rings{}, err
 	}
@@ -117,34 +112,16 @@ func metricsAt(addr netip.Addr) netip.AddrPort { return netip.AddrPortFrom(addr,
 // turn: the pinger and the echo, then run 1 (serves Ai, mirrors Bi) and
 // run 2 (mirrors Ai, serves Bi).
 func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string, res *Rings) error {
-	p, q := d.pair, d.back
-	out := ringsHop{prefix: "A", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsA, wait: wait, n: n}
-	back := ringsHop{prefix: "B", dir: dir, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, ports: portsB, wait: wait, n: n}
+	out, back := loopHops(d, dir, RingsTransport, wait, n)
 	var ps procSet
 	defer func() { ps.stopRuns() }() // ps as it is at return
 	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, ping.Rings, ping.Reads = roleRingsPinger, out.rings(), back.copies()
 	echo.Role, echo.Rings, echo.Reads = roleRingsEcho, back.rings(), out.copies()
-	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
+	pinger, err := ps.loopProcs(d, dir, ping, echo, out, back)
 	if err != nil {
 		return err
-	}
-	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
-		return err
-	}
-	run1, err := ps.startRun(d, d.n1, p.A, "run 1", filepath.Join(dir, "rtt-1.toml"), metricsAt(p.AAddr), []ringsHop{out}, []ringsHop{back})
-	if err != nil {
-		return err
-	}
-	run2, err := ps.startRun(d, d.n2, p.B, "run 2", filepath.Join(dir, "rtt-2.toml"), metricsAt(p.BAddr), []ringsHop{back}, []ringsHop{out})
-	if err != nil {
-		return err
-	}
-	for _, rr := range []*ringsRun{run1, run2} {
-		if err := rr.ready(); err != nil {
-			return ps.explain(err)
-		}
 	}
 	for _, rt := range []*RingsRoundTrip{&res.AtOnce, &res.InTurn} {
 		line, wall, cpu, err := ps.timed(pinger, cfg)

@@ -124,9 +124,9 @@ func checkRingsCPU(t *testing.T, cs []ProcCPU, roles ...string) {
 	}
 }
 
-// A run file names every ring with the keys of serve and mirror, the
-// wait mode's key unless "default", or a loop-X wait name's loop key at
-// the top.
+// A run file names every ring with the keys of serve and mirror (the
+// AF_XDP ones unless over kernel UDP), the wait mode's key unless
+// "default", or a loop-X wait name's loop key at the top.
 func TestRunFile(t *testing.T) {
 	h := ringsHop{prefix: "A", dir: "/dev/shm/x", src: netip.MustParseAddr("10.77.1.1"), dst: netip.MustParseAddr("10.77.1.2"),
 		ifname: "veth0", ports: portsA, wait: "yield", n: 2}
@@ -153,6 +153,12 @@ func TestRunFile(t *testing.T) {
 	h.wait = "loop2-spin"
 	if got = runFile(netip.MustParseAddrPort("10.77.1.2:9470"), []ringsHop{h}, nil); !strings.Contains(got, "loop = \"spin\"\nloops = 2\n") {
 		t.Errorf("two loops' file:\n%s", got)
+	}
+	h.udp = true // kernel UDP: the same tables without the AF_XDP keys
+	got = runFile(netip.MustParseAddrPort("10.77.1.2:9470"), []ringsHop{h}, []ringsHop{h})
+	if strings.Contains(got, "xdp") || !strings.Contains(got, "iface = \"10.77.1.2\"\nreconnect-ms = 50\n") ||
+		!strings.Contains(got, "udp = 7850\niface = \"10.77.1.1\"\n\n") {
+		t.Errorf("a kernel UDP file:\n%s\nwant no AF_XDP key", got)
 	}
 }
 
