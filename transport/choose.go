@@ -64,8 +64,8 @@ type Config struct {
 	// back to kernel UDP, when Kind's kernel-bypass transports cannot be
 	// opened.
 	Require bool
-	// XDP is the base of the AF_XDP transports: its Mode and Socket apply
-	// (Iface, Bind, Group and TTL are set per transport).
+	// XDP is the base of the AF_XDP transports: its Mode, Socket and
+	// BusyPollAuto apply (Iface, Bind, Group and TTL are set per transport).
 	XDP XDPConfig
 	// AFPacket is the base of the AF_PACKET transports: its Socket applies.
 	AFPacket AFPacketConfig

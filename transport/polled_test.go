@@ -83,3 +83,34 @@ func TestArrivedIgnoresBusyPoll(t *testing.T) {
 		t.Fatal("Arrived after the only datagram was received")
 	}
 }
+
+// Busy polling chosen for a wait mode (BusyPollAuto) stays off on a veth,
+// where the sender's system call fills the RX ring: empty receives make
+// no busy-poll system call. Asked for (BusyPollAuto false), a veth's
+// sockets busy-poll all the same.
+func TestBusyPollAutoOffOnVeth(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	busy := xdp.Config{BusyPoll: 20 * time.Microsecond}
+	for _, c := range []struct {
+		ns   *netns.NS
+		addr netip.Addr
+		auto bool
+		want time.Duration
+	}{{p.A, p.AAddr, true, 0}, {p.B, p.BAddr, false, 20 * time.Microsecond}} {
+		x := openXDP(t, c.ns, transport.XDPConfig{Bind: netip.AddrPortFrom(c.addr, 0), Socket: busy, BusyPollAuto: c.auto})
+		ms := newMsgs(1, 2048)
+		for range 3 {
+			if n, err := x.RecvBatch(ms, 0); n != 0 || err != nil {
+				t.Fatalf("an idle receive: %d, %v", n, err)
+			}
+		}
+		st, err := x.Stats()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.BusyPoll != c.want || (st.Socket.BusyPolls > 0) != (c.want > 0) {
+			t.Errorf("BusyPollAuto %v on a veth: busy poll %v, %d busy-poll calls; want %v", c.auto, st.BusyPoll, st.Socket.BusyPolls, c.want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/xdp"
@@ -14,6 +15,8 @@ type XDPStats struct {
 	ZeroCopy bool   // the sockets run in zero-copy mode
 	CopyWhy  string // why zero-copy was refused, when it was
 	Sockets  int    // one per queue
+	// BusyPoll is the sockets' SO_BUSY_POLL per system call (0: off).
+	BusyPoll time.Duration
 
 	Sent, Received uint64 // datagrams
 	NoRoute        uint64 // datagrams to destinations the interface cannot reach
@@ -33,7 +36,7 @@ type XDPStats struct {
 func (x *XDP) Stats() (XDPStats, error) {
 	f := x.f
 	st := XDPStats{
-		Iface: f.link.Name, Attach: f.prog.Mode().String(),
+		Iface: f.link.Name, Attach: f.prog.Mode().String(), BusyPoll: f.busyPoll,
 		Sent: x.st.sent.Load(), Received: x.st.received.Load(), NoRoute: x.st.noRoute.Load(),
 		TooBig: x.st.tooBig.Load(), Malformed: f.st.malformed.Load(), Foreign: f.st.foreign.Load(),
 		Truncated: x.st.truncated.Load(), TXWaits: x.st.waits.Load(), InboxDrops: x.in.drops.Load(),
@@ -71,6 +74,7 @@ func addSocket(a *xdp.Stats, b xdp.Stats) {
 	a.Kicks += b.Kicks
 	a.FillWakeups += b.FillWakeups
 	a.TXFull += b.TXFull
+	a.BusyPolls += b.BusyPolls
 	a.RXDropped += b.RXDropped
 	a.RXInvalid += b.RXInvalid
 	a.TXInvalid += b.TXInvalid

@@ -26,6 +26,10 @@ type XDPConfig struct {
 	// need_wakeup, busy polling). Mode and Socket apply when the process
 	// opens the interface; later transports on it share what is open.
 	Socket xdp.Config
+	// BusyPollAuto says Socket.BusyPoll was chosen for the caller's wait
+	// mode, not asked for: the interface then busy-polls only where it
+	// can bring a frame sooner (busyPolls), and not on a veth.
+	BusyPollAuto bool
 }
 
 // XDP is a Pollable Peeker: a Loop skips its idle members' receives.

@@ -45,7 +45,7 @@ func (x *xdpFlags) add(fs *flag.FlagSet) {
 	fs.BoolVar(&x.require, "require-transport", false, "fail instead of falling back to kernel UDP when --transport xdp, afpacket or auto finds no kernel-bypass transport")
 	fs.BoolVar(&x.requireXDP, "require-xdp", false, "fail instead of falling back to kernel UDP when AF_XDP cannot be used (--transport xdp or --xdp)")
 	fs.StringVar(&x.mode, "xdp-mode", "auto", "attach the XDP program in `mode` native, generic or auto")
-	fs.IntVar(&x.busyUS, "xdp-busy-poll-us", -1, "busy-poll the AF_XDP sockets for `µs` per call (0: off; -1: 20 with --wait yield or spin, else off)")
+	fs.IntVar(&x.busyUS, "xdp-busy-poll-us", -1, "busy-poll the AF_XDP sockets for `µs` per call (0: off; -1: 20 with --wait yield or spin on a NIC, else off, and off on a veth)")
 }
 
 // check validates the flags and returns the transport configuration they
@@ -83,12 +83,14 @@ func (x *xdpFlags) check() (transport.Config, error) {
 
 // autoBusyPoll is --xdp-busy-poll-us -1's choice for a hot loop waiting
 // in mode m: loops that poll without sleeping (yield, spin) busy-poll the
-// AF_XDP queues as they poll the rings.
+// AF_XDP queues as they poll the rings, on an interface where that can
+// bring a frame sooner (not a veth: transport.XDPConfig.BusyPollAuto).
 const autoBusyPoll = 20 * time.Microsecond
 
 func (x *xdpFlags) busyPollFor(cfg *transport.Config, m replica.WaitMode) {
 	if x.busyUS == -1 && (m == replica.WaitYield || m == replica.WaitSpin) {
 		cfg.XDP.Socket.BusyPoll = autoBusyPoll
+		cfg.XDP.BusyPollAuto = true
 	}
 }
 
@@ -183,7 +185,7 @@ func (o *xdpOpener) report(c transport.Choice) {
 		x := c.Transport.(*transport.XDP)
 		st, _ := x.Stats()
 		o.log.Info("datagrams over AF_XDP", "iface", st.Iface, "attach", st.Attach,
-			"zero_copy", st.ZeroCopy, "copy_reason", st.CopyWhy, "sockets", st.Sockets, "local", x.LocalAddr())
+			"zero_copy", st.ZeroCopy, "copy_reason", st.CopyWhy, "sockets", st.Sockets, "busy_poll", st.BusyPoll, "local", x.LocalAddr())
 	case c.Kind == transport.KindAFPacket:
 		o.log.Info("datagrams over AF_PACKET", "iface", c.Iface, "local", c.Transport.LocalAddr())
 	}

@@ -51,7 +51,8 @@ func TestWaitFlags(t *testing.T) {
 }
 
 // --xdp-busy-poll-us -1 (the default) busy-polls the AF_XDP queues for the
-// loops that never sleep, and only for them.
+// loops that never sleep, and only for them, where the interface lets it
+// (BusyPollAuto: not a veth); a value asked for applies everywhere.
 func TestAutoBusyPoll(t *testing.T) {
 	for m, want := range map[replica.WaitMode]time.Duration{
 		replica.WaitAdaptive: 0, replica.WaitBlock: 0, replica.WaitYield: autoBusyPoll, replica.WaitSpin: autoBusyPoll,
@@ -62,14 +63,16 @@ func TestAutoBusyPoll(t *testing.T) {
 			t.Fatal(err)
 		}
 		x.busyPollFor(&cfg, m)
-		if cfg.XDP.Socket.BusyPoll != want {
-			t.Errorf("--wait %v: busy poll %v, want %v", m, cfg.XDP.Socket.BusyPoll, want)
+		if cfg.XDP.Socket.BusyPoll != want || cfg.XDP.BusyPollAuto != (want > 0) {
+			t.Errorf("--wait %v: busy poll %v (auto %v), want %v", m, cfg.XDP.Socket.BusyPoll, cfg.XDP.BusyPollAuto, want)
 		}
 	}
-	x := xdpFlags{busyUS: 0, mode: "auto", iface: "eth9"}
-	cfg, _ := x.check()
-	x.busyPollFor(&cfg, replica.WaitSpin)
-	if cfg.XDP.Socket.BusyPoll != 0 {
-		t.Errorf("--xdp-busy-poll-us 0 --wait spin: busy poll %v, want off", cfg.XDP.Socket.BusyPoll)
+	for us, want := range map[int]time.Duration{0: 0, 50: 50 * time.Microsecond} { // asked for: on every interface
+		x := xdpFlags{busyUS: us, mode: "auto", iface: "eth9"}
+		cfg, _ := x.check()
+		x.busyPollFor(&cfg, replica.WaitSpin)
+		if cfg.XDP.Socket.BusyPoll != want || cfg.XDP.BusyPollAuto {
+			t.Errorf("--xdp-busy-poll-us %d --wait spin: busy poll %v (auto %v), want %v", us, cfg.XDP.Socket.BusyPoll, cfg.XDP.BusyPollAuto, want)
+		}
 	}
 }

@@ -20,6 +20,9 @@ type Link struct {
 	RxQueues, TxQueues int            // as registered (IFLA_NUM_RX/TX_QUEUES)
 	Addrs              []netip.Prefix // IPv4 addresses with prefix length
 	Up                 bool           // administratively up (IFF_UP)
+	// Kind is the link's type as netlink names it (IFLA_INFO_KIND):
+	// "veth", "bridge", "dummy"…, or "device" for a NIC.
+	Kind string
 }
 
 // LinkByName describes the interface called name.
@@ -89,6 +92,7 @@ func (r *Resolver) linkFrom(nl netlink.Link) (Link, error) {
 		RxQueues: a.NumRxQueues,
 		TxQueues: a.NumTxQueues,
 		Up:       a.Flags&net.FlagUp != 0,
+		Kind:     nl.Type(),
 	}
 	if len(a.HardwareAddr) == len(l.MAC) {
 		copy(l.MAC[:], a.HardwareAddr)
