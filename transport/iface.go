@@ -97,8 +97,9 @@ const sharedBusyPollGap = 5 * time.Microsecond
 // receive path (the XDP program, the copy into the RX ring) before it
 // returns, so a busy poll finds nothing the RX ring does not show, and
 // costs a system call per empty poll. Measured as deployed (ringfire-bench
-// --waits yield,loop-yield --trace, four alternating runs): 1.0–1.5 µs
-// longer per datagram hop, 2–5.5 µs per six-process round trip.
+// --waits yield,loop-yield, alternating builds): 1.0–1.5 µs longer per
+// datagram hop (four traced pairs), 1.2–1.6 µs per round trip on average
+// (eleven pairs).
 func busyPolls(l neigh.Link) bool { return l.Kind != "veth" }
 
 func (f *iface) open(cfg XDPConfig) error {
