@@ -34,15 +34,15 @@ func TestMain(m *testing.M) {
 // every process. It asserts what was measured, never how fast.
 func TestBenchDeployedSmoke(t *testing.T) {
 	out, stdout := runBench(t, 4*time.Minute, "--sections", "deployed", "--transports", "udp-unicast,xdp-unicast",
-		"--waits", "default,loop-yield", "--warmup", "20", "--samples", "200")
+		"--waits", "default,spin,loop-yield", "--warmup", "20", "--samples", "200")
 	wantContains(t, "bench output", stdout, "deployed: ring to ring", "deployed: datagram alone", "deployed: CPU per second",
 		"deployed: the hand-offs alone")
 	rep := readReport(t, out)
-	// The relays: yield (loop-yield's mode; default sleeps, and has none),
-	// six processes and a loop's four.
-	if len(rep.Deployed) != 4 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) || len(rep.DeployedRelay) != len(bench.RelayProcs) {
-		t.Fatalf("%d deployed, %d datagram, %d relay measurements; want 4, %d and %d",
-			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(bench.DatagramStyles), len(bench.RelayProcs))
+	// The relays: spin and yield (loop-yield's mode; default sleeps, and
+	// has none), six processes and a loop's four each.
+	if len(rep.Deployed) != 6 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) || len(rep.DeployedRelay) != 2*len(bench.RelayProcs) {
+		t.Fatalf("%d deployed, %d datagram, %d relay measurements; want 6, %d and %d",
+			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(bench.DatagramStyles), 2*len(bench.RelayProcs))
 	}
 	for _, d := range rep.Deployed {
 		if d.Wait == "loop-yield" {
@@ -59,7 +59,7 @@ func TestBenchDeployedSmoke(t *testing.T) {
 		for i := 1; i < d.Procs; i++ {
 			roles = append(roles, fmt.Sprintf("relay %d", i))
 		}
-		if d.Transport != "shm" || d.Wait != "yield" {
+		if d.Transport != "shm" || (d.Wait != "yield" && d.Wait != "spin") {
 			t.Errorf("relay of %d processes: %s %s", d.Procs, d.Transport, d.Wait)
 		}
 		checkDeployed(t, d, roles...)

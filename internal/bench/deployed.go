@@ -156,11 +156,6 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 		return Deployed{}, err
 	}
 	defer os.RemoveAll(dir)
-	p, q := d.pair, d.back
-	out := hop{from: d.n1, to: d.n2, fromNS: p.A, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, dir: 0,
-		ring: filepath.Join(dir, "A"), copy: filepath.Join(dir, "A-mirror")}
-	back := hop{from: d.n2, to: d.n1, fromNS: p.B, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, dir: 1,
-		ring: filepath.Join(dir, "B"), copy: filepath.Join(dir, "B-mirror")}
 	var ps procSet
 	defer func() { ps.stopRuns() }() // ps as it is at return
 	traceDir := ""
@@ -172,26 +167,15 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 		os.Setenv(trace.Env, traceDir)
 		defer os.Unsetenv(trace.Env)
 	}
-	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
-	_, mode, isLoop := loopWait(wait)
-	if isLoop { // the roles wait as the loop does
-		spec.Wait = mode
-	}
+	// The roles wait as serve and mirror, or the loop, do.
+	spec := roleSpec{Wait: modeOf(wait), Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, echo.Role = roleRingPinger, roleRingEcho
-	chain := traceChain
-	var pinger *proc
-	if isLoop {
-		lo, lb := loopHops(d, dir, tr, wait, 1)
-		ping.Ring, ping.Read = lo.ring(0), lb.copy(0)
-		echo.Ring, echo.Read = lb.ring(0), lo.copy(0)
-		pinger, err = ps.loopProcs(d, dir, ping, echo, lo, lb)
-		chain = loopChain
-	} else {
-		ping.Ring, ping.Read = out.ring, back.copy
-		echo.Ring, echo.Read = back.ring, out.copy
-		pinger, err = ps.sixProcs(d, tr, wait, ping, echo, out, back)
+	start, chain := ps.sixProcs, traceChain
+	if _, _, loop := loopWait(wait); loop {
+		start, chain = ps.fourProcs, loopChain
 	}
+	pinger, err := start(d, dir, tr, wait, ping, echo)
 	if err != nil {
 		return Deployed{}, err
 	}
@@ -207,8 +191,16 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 }
 
 // sixProcs starts the pinger, serve A, the echo, serve B and the two
-// mirrors, each its own process, and returns the pinger.
-func (ps *procSet) sixProcs(d *deployedNet, tr, wait string, ping, echo roleSpec, out, back hop) (*proc, error) {
+// mirrors, each its own process, with their rings in dir, and returns the
+// pinger (ping and echo are the roles' specs without their rings).
+func (ps *procSet) sixProcs(d *deployedNet, dir, tr, wait string, ping, echo roleSpec) (*proc, error) {
+	p, q := d.pair, d.back
+	out := hop{from: d.n1, to: d.n2, fromNS: p.A, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, dir: 0,
+		ring: filepath.Join(dir, "A"), copy: filepath.Join(dir, "A-mirror")}
+	back := hop{from: d.n2, to: d.n1, fromNS: p.B, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, dir: 1,
+		ring: filepath.Join(dir, "B"), copy: filepath.Join(dir, "B-mirror")}
+	ping.Ring, ping.Read = out.ring, back.copy
+	echo.Ring, echo.Read = back.ring, out.copy
 	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
 	if err != nil {
 		return nil, err

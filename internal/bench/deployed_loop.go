@@ -17,16 +17,18 @@ import (
 // to the pinger); run 2's mirror and serve, and run 1's, pass it within
 // one thread.
 
-// loopChain is the four-process loop's stamps in order: ringfire run
+// loopChain is the four-process round trip's stamps: ringfire run
 // flushes its stamps as "run-" and its file's base name.
-var loopChain = []traceStage{
-	{"pinger", "push", "pinger push"},
-	{"run-rtt-1", "picked", "run 1 picked A"}, {"run-rtt-1", "sending", "run 1 sendmmsg"}, {"run-rtt-1", "sent", "run 1 sent"},
-	{"run-rtt-2", "recv", "run 2 recv A'"}, {"run-rtt-2", "published", "run 2 published A'"},
-	{"echo", "read", "echo read"}, {"echo", "push", "echo push"},
-	{"run-rtt-2", "picked", "run 2 picked B"}, {"run-rtt-2", "sending", "run 2 sendmmsg"}, {"run-rtt-2", "sent", "run 2 sent"},
-	{"run-rtt-1", "recv", "run 1 recv B'"}, {"run-rtt-1", "published", "run 1 published B'"},
-	{"pinger", "read", "pinger read"},
+var loopChain = roundTripChain(traceProc{"run-rtt-1", "run 1 (serve A)"}, traceProc{"run-rtt-2", "run 2 (mirror A')"},
+	traceProc{"run-rtt-2", "run 2 (serve B)"}, traceProc{"run-rtt-1", "run 1 (mirror B')"})
+
+// modeOf is the wait a bench wait name's pinger, echo and relays poll in:
+// a loop's mode (loop-yield: yield), else the name itself.
+func modeOf(wait string) string {
+	if _, mode, ok := loopWait(wait); ok {
+		return mode
+	}
+	return wait
 }
 
 // loopHops are the two hops of a four-process round trip over tr (a
@@ -38,6 +40,15 @@ func loopHops(d *deployedNet, dir, tr, wait string, n int) (out, back ringsHop) 
 	out = ringsHop{prefix: "A", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsA, wait: wait, n: n, udp: udp}
 	back = ringsHop{prefix: "B", dir: dir, src: q.BAddr, dst: q.AAddr, ifname: q.BIf, ports: portsB, wait: wait, n: n, udp: udp}
 	return out, back
+}
+
+// fourProcs is sixProcs for a loop's wait: the pinger, the echo and one
+// ringfire run per namespace, one ring each way.
+func (ps *procSet) fourProcs(d *deployedNet, dir, tr, wait string, ping, echo roleSpec) (*proc, error) {
+	out, back := loopHops(d, dir, tr, wait, 1)
+	ping.Ring, ping.Read = out.ring(0), back.copy(0)
+	echo.Ring, echo.Read = back.ring(0), out.copy(0)
+	return ps.loopProcs(d, dir, ping, echo, out, back)
 }
 
 // loopProcs starts the pinger, the echo and one ringfire run per

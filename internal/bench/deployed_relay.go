@@ -34,15 +34,6 @@ var relayChains = map[int][]int{6: {0, 1, 2, 3, 4, 5}, 4: {0, 1, 2, 3, 2, 1}}
 // measured against a floor they do not have).
 var relayWaits = []string{"yield", "spin"}
 
-// relayWait is the roles' wait of a deployed wait name: a loop's mode for
-// a loop's name (loop-yield: yield).
-func relayWait(wait string) string {
-	if _, mode, ok := loopWait(wait); ok {
-		return mode
-	}
-	return wait
-}
-
 // deployedRelay measures the relay of n processes (relayChains), each
 // waiting on its rings as wait says.
 func (r *rig) deployedRelay(cfg *Config, n int, wait string) (Deployed, error) {

@@ -21,17 +21,33 @@ type Hop struct {
 // traceStage is one stamp of the loop: which process file, which stage.
 type traceStage struct{ file, stage, name string }
 
-// traceChain is the six-process loop's stamps in order (the file
-// prefixes are the names the processes flush under).
-var traceChain = []traceStage{
-	{"pinger", "push", "pinger push"},
-	{"serve-A", "picked", "serve A picked"}, {"serve-A", "sending", "serve A sendmmsg"}, {"serve-A", "sent", "serve A sent"},
-	{"mirror-A-mirror", "recv", "mirror A' recv"}, {"mirror-A-mirror", "published", "mirror A' published"},
-	{"echo", "read", "echo read"}, {"echo", "push", "echo push"},
-	{"serve-B", "picked", "serve B picked"}, {"serve-B", "sending", "serve B sendmmsg"}, {"serve-B", "sent", "serve B sent"},
-	{"mirror-B-mirror", "recv", "mirror B' recv"}, {"mirror-B-mirror", "published", "mirror B' published"},
-	{"pinger", "read", "pinger read"},
+// traceProc is a process of a round trip's trace: the prefix of its trace
+// file (the name it flushes under) and its name in the hops.
+type traceProc struct{ file, name string }
+
+// roundTripChain is a round trip's stamps in order: the pinger's push, the
+// way out (the sender of A picks, sends and has sent; the mirror of A
+// receives and publishes), the echo, the way back (B), the pinger's read.
+func roundTripChain(serveA, mirrorA, serveB, mirrorB traceProc) []traceStage {
+	st := func(p traceProc, stage, label string) traceStage {
+		return traceStage{p.file, stage, p.name + " " + label}
+	}
+	pinger, echo := traceProc{"pinger", "pinger"}, traceProc{"echo", "echo"}
+	return []traceStage{
+		st(pinger, "push", "push"),
+		st(serveA, "picked", "picked"), st(serveA, "sending", "sendmmsg"), st(serveA, "sent", "sent"),
+		st(mirrorA, "recv", "recv"), st(mirrorA, "published", "published"),
+		st(echo, "read", "read"), st(echo, "push", "push"),
+		st(serveB, "picked", "picked"), st(serveB, "sending", "sendmmsg"), st(serveB, "sent", "sent"),
+		st(mirrorB, "recv", "recv"), st(mirrorB, "published", "published"),
+		st(pinger, "read", "read"),
+	}
 }
+
+// traceChain is the six-process round trip's stamps: serve and mirror
+// flush as "serve-" and "mirror-" and their ring's base name.
+var traceChain = roundTripChain(traceProc{"serve-A", "serve A"}, traceProc{"mirror-A-mirror", "mirror A'"},
+	traceProc{"serve-B", "serve B"}, traceProc{"mirror-B-mirror", "mirror B'"})
 
 // readStamps reads the first stamp of each (stage, seq) of the trace file
 // of process prefix in dir.

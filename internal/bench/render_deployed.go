@@ -12,7 +12,7 @@ import "strings"
 // parks in Go's netpoller; adaptive ends in blocking; a loop's is its
 // mode's (loop-yield: yield).
 func datagramStyleOf(wait string) string {
-	switch wait = relayWait(wait); wait {
+	switch wait = modeOf(wait); wait {
 	case "default":
 		return "netpoller"
 	case "adaptive":

@@ -266,7 +266,7 @@ func planDeployed(cfg *Config, rep *Report) []step {
 	rep.Machine.Network += "; deployed: two namespaces joined by two veth pairs, one per direction"
 	var relays []string
 	for _, w := range cfg.Waits {
-		if w := relayWait(w); slices.Contains(relayWaits, w) && !slices.Contains(relays, w) {
+		if w := modeOf(w); slices.Contains(relayWaits, w) && !slices.Contains(relays, w) {
 			relays = append(relays, w)
 		}
 	}
