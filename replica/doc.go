@@ -42,12 +42,17 @@
 //     each publish, which runs a round on the mirror's goroutine when the
 //     sender is not in one (TryLock) and wakes the sessions; the sender's
 //     own wait checks write_seq before it sleeps, so nothing is missed.
+//     Once handed its records, the sender stops watching the ring: it
+//     sleeps in ppoll on an eventfd until its deadline (handWait), which
+//     a Handoff writes when data brought the next heartbeat nearer.
 //   - punchLoop, when there is a datagram transport: RecvBatch with a
 //     100 ms wait (ppoll for kernel UDP; Go's poller for AF_XDP and
 //     AF_PACKET, whose sockets are in it only during that wait: no socket
 //     of a transport is in Go's poller for good, so no datagram and no
-//     freed send buffer wakes a thread nobody needs). A PUNCH publishes the
-//     mirror's address to the sender (dests, an atomic pointer).
+//     freed send buffer wakes a thread nobody needs; AF_XDP sockets shared
+//     with a mirror that watches them are not even then: the mirror hands
+//     the PUNCH over). A PUNCH publishes the mirror's address to the
+//     sender (dests, an atomic pointer).
 //   - a TCP-only (stream) session on a plain connection whose writer is
 //     caught up is written by the hot threads themselves: the writer
 //     parks, handing its stream state to them (session.hand, an atomic

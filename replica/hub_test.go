@@ -14,6 +14,11 @@ import (
 // hub's Handoffs counter shows the records left on the mirror's
 // goroutine. The hub's own sender keeps running beside it (heartbeats,
 // rounds after its wake-ups), so the race detector sees both paths.
+//
+// Once handed its records, the hub's sender (wait yield, which polls the
+// ring) no longer watches the ring: over the second half of the records
+// it waits only in handed sleeps, never in the ring, and a record after a
+// long idle wakes it (the heartbeat after data is due sooner).
 func TestHubHandoff(t *testing.T) {
 	eachMode(t, []string{"unicast", "xdp-unicast"}, func(t *testing.T, mode string) {
 		p, src := pairSource(t, 1<<14)
@@ -32,6 +37,7 @@ func TestHubHandoff(t *testing.T) {
 		// The hub serves the mirror ring from the mirror's host, over the
 		// mode's transport in the other direction.
 		hcfg, lcfg := dirConfigs(mode, 1)
+		hcfg.Wait = replica.WaitYield
 		hsrc := &source{tb: t, ns: p.B, addr: p.BAddr, path: mid.path}
 		srv := hsrc.serve(hcfg)
 		t.Cleanup(hsrc.close)
@@ -42,7 +48,10 @@ func TestHubHandoff(t *testing.T) {
 		waitDatagrams(t, mid, leaf)
 
 		const n = 3000
-		src.pushPaced(n, 50, time.Millisecond)
+		src.pushPaced(n/2, 50, time.Millisecond)
+		leaf.waitFor(n/2, 10*time.Second)
+		before := srv.Stats()
+		src.pushPaced(n/2, 50, time.Millisecond)
 		mid.waitFor(n, 10*time.Second)
 		leaf.waitFor(n, 10*time.Second)
 		hst := srv.Stats()
@@ -50,9 +59,23 @@ func TestHubHandoff(t *testing.T) {
 		if hst.Handoffs == 0 || hst.Records == 0 {
 			t.Fatalf("the hub's records never left by hand-off: %+v", hst)
 		}
+		if ring := (hst.SenderWaits - hst.HandedSleeps) - (before.SenderWaits - before.HandedSleeps); ring > 1 || hst.HandedSleeps == 0 {
+			t.Errorf("handed its records, the hub's sender waited %d times on the ring over %d records (handed sleeps %d)", ring, n/2, hst.HandedSleeps)
+		}
+
+		// Idle: the heartbeat interval doubles to 128 ms after seven.
+		waitUntil(t, 10*time.Second, "seven idle heartbeats of the hub", func() bool {
+			return srv.Stats().Heartbeats >= hst.Heartbeats+7
+		})
+		woke := srv.Stats().HandedWakeups
+		src.push(1)
+		leaf.waitFor(n+1, 10*time.Second)
+		if got := srv.Stats().HandedWakeups; got == woke {
+			t.Errorf("a record after an idle spell did not wake the hub's sleeping sender (wake-ups %d)", got)
+		}
 		leaf.close()
 		mid.close()
 		sameSlots(t, src.path, leaf.path, 1)
-		wantAll(t, leaf.m.Stats(), n, transportLabel(mode))
+		wantAll(t, leaf.m.Stats(), n+1, transportLabel(mode))
 	})
 }

@@ -44,9 +44,11 @@ type sender struct {
 	hbEvery   time.Duration // the next heartbeat's interval after lastSend
 	pending   bool          // a partial frame waits for its linger
 	final     bool          // a graceful stop's last rounds: no linger (finish)
+	handing   bool          // a Handoff's round: no linger either
 	wide      bool          // this round's datagrams carry the wide session trailer
 	hb        []byte        // a heartbeat datagram, with room for its seal
 	ws        shm.WaitStrategy
+	hand      handWait // the waits once records come by Handoff
 }
 
 func newSender(s *Server) *sender {
@@ -69,10 +71,16 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
 		defer unlock()
 	}
+	defer sn.stopHandWait()
+	defer sn.wakeOnDone(ctx)()
 	seen := s.ring.WriteSeq()
 	for ctx.Err() == nil && !s.closed.Load() {
 		var target uint64
 		var deadline time.Time
+		handed := sn.hand.handed.Load() && sn.hand.idler != nil
+		if handed {
+			sn.hand.idler.Round() // a Handoff's wake from now on ends the sleep below
+		}
 		s.sendMu.Lock()
 		if s.stop.halted.Load() {
 			s.sendMu.Unlock()
@@ -84,6 +92,7 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 			target = s.ring.WriteSeq() + 1
 		}
 		deadline = sn.deadline()
+		sn.hand.due.Store(deadline.UnixNano())
 		s.sendMu.Unlock()
 		if w := s.ring.WriteSeq(); w != seen {
 			if s.udp == nil {
@@ -94,8 +103,15 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 			s.wakeTelemetry()
 		}
 		if d := time.Until(deadline); d > 0 {
-			s.senderWaits.Add(1)
-			s.ring.Await(target, sn.ws, d)
+			switch {
+			case !handed:
+				s.senderWaits.Add(1)
+				s.ring.Await(target, sn.ws, d)
+			case s.ring.WriteSeq() < target: // else a Handoff missed the lock: go again
+				s.senderWaits.Add(1)
+				sn.hand.sleeps.Add(1)
+				sn.hand.idler.Idle(d)
+			}
 		}
 	}
 }
@@ -160,7 +176,7 @@ func (sn *sender) build(now time.Time, w uint64) int {
 	sn.pending, sn.count = false, 0
 	for sn.next <= w && nf < sendFrames {
 		buf, count, why := sn.feed.fill(sn.frames[nf][:0], sn.next, w, sn.mtu-s.overhead(sn.wide), s.batch())
-		if why == stopCaughtUp && count > 0 && s.cfg.Linger > 0 && !sn.final && now.Sub(sn.lastFlush) < s.cfg.Linger {
+		if why == stopCaughtUp && count > 0 && s.cfg.Linger > 0 && !sn.final && !sn.handing && now.Sub(sn.lastFlush) < s.cfg.Linger {
 			sn.pending = true
 			break
 		}

@@ -352,6 +352,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}()
 	replaced := make(chan struct{})
 	sn := newSender(s) // before Handoff or a graceful stop may look for it
+	if s.cfg.Loop == nil {
+		if err := sn.startHandWait(); err != nil {
+			return fmt.Errorf("serve %s: %w", s.cfg.Ring, err)
+		}
+	}
 	s.sender.Store(sn)
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.watchRing(run, cancel, replaced) }()
@@ -480,6 +485,9 @@ func (s *Server) Stats() ServerStats {
 		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
 		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
 		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load()}
+	if sn := s.sender.Load(); sn != nil {
+		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()
+	}
 	if s.udp != nil {
 		out.Transport = TransportName(s.udp)
 	}

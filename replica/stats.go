@@ -77,6 +77,11 @@ type ServerStats struct {
 	// wake relay instead; SenderWaits the times the sender waited for
 	// the ring (an idle sender waits, it never spins on a past deadline).
 	DirectSends, SessionKicks, SenderWaits uint64
+	// HandedSleeps counts the sender's waits, among SenderWaits, once its
+	// records come by Handoff (a hub's: it no longer watches the ring, and
+	// sleeps until its next heartbeat); HandedWakeups the Handoffs that
+	// cut one short because data brought the heartbeat nearer.
+	HandedSleeps, HandedWakeups uint64
 	// Refused counts connections closed at once for a limit (MaxConns,
 	// MaxConnsPerAddr, MaxPending); AcceptErrors the accepts that failed
 	// for want of file descriptors or memory (Serve backs off and goes on).

@@ -35,7 +35,15 @@
 // interface's namespace). Each transport adds its flow to the program and
 // receives the datagrams to its port: whichever transport drains the
 // shared sockets copies the others' datagrams into their inboxes and wakes
-// their pollers. Sends go through the first queue's socket under one lock.
+// their pollers. A transport whose user watches the sockets itself (it
+// set OnArrival: a mirror's loop polls them, or sleeps in ppoll on them)
+// is a watcher; while one is, the others' waiting receives (a server's
+// PUNCH receiver) leave the sockets out of Go's poller and wait for the
+// watcher to hand their datagrams over: a hub's mirror and server on one
+// interface, and the mirror's datagrams wake no thread of the process
+// inside the sender's system call (measured: hub → leaf 43–56 µs p50
+// before, 18–23 after). Sends go through the first queue's socket under
+// one lock.
 // Another process cannot open the interface while this one holds it (the
 // program is attached, the queues bound) and falls back to kernel UDP.
 //

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +54,13 @@ type iface struct {
 	frames [][]byte
 	pkt    pkt.Packet
 	st     ifaceCounters
+	// watchers counts the users that watch the sockets themselves
+	// (XDP.watching); watchGen moves each time it changes. Both are
+	// stored under rxMu (watch), watchers first; RecvBatch loads watchGen,
+	// then watchers, without the lock, and its wait ends when watchGen
+	// moves (watch wakes every user's poller after storing it).
+	watchers atomic.Int32
+	watchGen atomic.Uint32
 }
 
 // acquire returns the interface's shared machinery, opening it on first
@@ -214,8 +222,36 @@ func (f *iface) leave(x *XDP) {
 	defer f.rxMu.Unlock()
 	if f.users[x.local.Port()] == x {
 		delete(f.users, x.local.Port())
+		if x.watching.Load() {
+			f.watch(false)
+		}
 	}
 	f.setOnly()
+}
+
+// watch counts a watcher in (on) or out, and wakes every user's waiting
+// RecvBatch to choose its wait again (under rxMu).
+func (f *iface) watch(on bool) {
+	if on {
+		f.watchers.Add(1)
+	} else {
+		f.watchers.Add(-1)
+	}
+	f.watchGen.Add(1)
+	for _, u := range f.users {
+		u.poller.Wake()
+	}
+}
+
+// watchedFor reports whether a user other than x watches the sockets: it
+// drains them and hands x its datagrams (its inbox, then x's poller's
+// Wake).
+func (f *iface) watchedFor(x *XDP) bool {
+	n := f.watchers.Load()
+	if x.watching.Load() {
+		n--
+	}
+	return n > 0
 }
 
 func (f *iface) setOnly() {

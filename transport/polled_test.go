@@ -19,15 +19,7 @@ import (
 func TestSocketsPolledOnlyWhileWaiting(t *testing.T) {
 	xp := newXDPPair(t)
 	a, b := xp.a, xp.b
-	polledAny := func(fds []int) bool {
-		p := testenv.Polled(t)
-		for _, fd := range fds {
-			if p[fd] {
-				return true
-			}
-		}
-		return false
-	}
+	polledAny := func(fds []int) bool { return polled(t, fds) }
 	if polledAny(a.PollFDs()) || polledAny(b.PollFDs()) {
 		t.Fatalf("idle transports' sockets %v, %v are watched by an epoll instance", a.PollFDs(), b.PollFDs())
 	}
@@ -58,6 +50,93 @@ func TestSocketsPolledOnlyWhileWaiting(t *testing.T) {
 	if polledAny(b.PollFDs()) {
 		t.Fatalf("after the wait, sockets %v are still watched", b.PollFDs())
 	}
+}
+
+// polled reports whether any of fds is in an epoll instance of this
+// process.
+func polled(t *testing.T, fds []int) bool {
+	p := testenv.Polled(t)
+	for _, fd := range fds {
+		if p[fd] {
+			return true
+		}
+	}
+	return false
+}
+
+// While another transport of the interface watches the shared sockets
+// itself (OnArrival set: a mirror's loop polls them), a RecvBatch that
+// waits (a hub server's PUNCH receiver) leaves them out of every epoll
+// instance, so the watcher's datagrams wake no thread of the process; the
+// watcher's receive hands it its own datagrams, which end its wait. Once
+// the watcher closes, the waiting RecvBatch arms the sockets and receives
+// by itself.
+func TestWaitLeavesWatchedSockets(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	watcher := openXDP(t, p.B, transport.XDPConfig{Bind: netip.AddrPortFrom(p.BAddr, 0)})
+	other := openXDP(t, p.B, transport.XDPConfig{Bind: netip.AddrPortFrom(p.BAddr, 0)})
+	watcher.OnArrival(func() {})
+	checks := make(chan struct{}, 1)
+	transport.HookWoken(other, func() {
+		select {
+		case checks <- struct{}{}:
+		default:
+		}
+	})
+	got := make(chan string, 1)
+	recvOne := func() { // RecvBatch until a datagram comes (a wait may end with none)
+		select {
+		case <-checks: // the last wait's
+		default:
+		}
+		go func() {
+			ms := newMsgs(1, 2048)
+			for end := time.Now().Add(wait); time.Now().Before(end); {
+				switch n, err := other.RecvBatch(ms, wait); {
+				case err != nil:
+					got <- err.Error()
+					return
+				case n > 0:
+					got <- string(ms[0].Buf[:ms[0].N])
+					return
+				}
+			}
+			got <- "nothing"
+		}()
+		select {
+		case <-checks:
+		case <-time.After(wait):
+			t.Fatal("RecvBatch never began its wait")
+		}
+	}
+	result := func(want string) {
+		t.Helper()
+		if d := <-got; d != want {
+			t.Fatalf("RecvBatch returned %q, want %q", d, want)
+		}
+	}
+
+	recvOne()
+	if polled(t, other.PollFDs()) {
+		t.Fatalf("beside a watcher, a waiting RecvBatch put the shared sockets %v in an epoll instance", other.PollFDs())
+	}
+	sendKernel(t, p.A, netip.AddrPortFrom(p.AAddr, 0), other.LocalAddr(), p.AIf, []byte("handed over"))
+	testenv.Until(t, wait, "the datagram in the shared RX ring", watcher.Arrived)
+	if n, err := watcher.RecvBatch(newMsgs(4, 2048), 0); n != 0 || err != nil {
+		t.Fatalf("the watcher's receive = %d, %v; want 0, nil (the datagram is the other's)", n, err)
+	}
+	result("handed over")
+
+	recvOne()
+	if err := watcher.Close(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, wait, "the waiting RecvBatch to arm the sockets once the watcher closed", func() bool {
+		return polled(t, other.PollFDs())
+	})
+	sendKernel(t, p.A, netip.AddrPortFrom(p.AAddr, 0), other.LocalAddr(), p.AIf, []byte("by itself"))
+	result("by itself")
 }
 
 // Arrived says whether datagrams are there, a busy poll that is due not

@@ -20,6 +20,12 @@ type waiter interface {
 	WaitFor(timeout time.Duration, woken func() bool) (bool, error)
 }
 
+// handedWaiter is a poller that can also wait for its Wake alone (the
+// xdp.Poller of a shared interface).
+type handedWaiter interface {
+	WaitWoken(timeout time.Duration, woken func() bool) (bool, error)
+}
+
 // receiver is a kernel-bypass transport's receive side. Its user holds
 // the transport's receive lock around recv.
 type receiver struct {
@@ -28,6 +34,12 @@ type receiver struct {
 	poller waiter
 	woken  func() bool // for the poller: built once, a wait allocates nothing
 	shut   error       // what the poller returns once closed
+	// handed, when set, reports that another transport's loop watches the
+	// sockets and hands this one its datagrams (AF_XDP sockets shared by
+	// the transports of an interface): a wait then leaves the sockets
+	// alone and waits for that hand-over (hand, the same poller).
+	handed func() bool
+	hand   handedWaiter
 }
 
 // recv copies received datagrams into ms (see replica.Transport.RecvBatch).
@@ -42,7 +54,15 @@ func (r *receiver) recv(ms []replica.Message, wait time.Duration) (int, error) {
 	if wait < 0 {
 		wait = -1
 	}
-	if _, err := r.poller.WaitFor(wait, r.woken); err != nil {
+	var ok bool
+	var err error
+	handed := r.handed != nil && r.handed()
+	if handed {
+		ok, err = r.hand.WaitWoken(wait, r.woken)
+	} else {
+		ok, err = r.poller.WaitFor(wait, r.woken)
+	}
+	if err != nil {
 		if errors.Is(err, r.shut) {
 			return 0, replica.ErrClosed
 		}
@@ -50,6 +70,9 @@ func (r *receiver) recv(ms []replica.Message, wait time.Duration) (int, error) {
 	}
 	if r.closed.Load() {
 		return 0, replica.ErrClosed
+	}
+	if handed && !ok {
+		return 0, nil // the sockets are the watcher's to drain
 	}
 	return r.src.drain(ms), nil
 }

@@ -54,15 +54,21 @@ type XDP struct {
 	closed atomic.Bool
 
 	recvMu sync.Mutex // one RecvBatch at a time
-	rx     receiver   // under recvMu; woken: closed, or datagrams in the inbox
-	tx     sender     // under f.txMu
-	in     inbox      // under f.rxMu
+	rx     receiver   // under recvMu; woken: closed, datagrams in the inbox, or f.watchGen moved
+	// genAt is f.watchGen as RecvBatch last loaded it, before it looked
+	// at f.watchers (under recvMu).
+	genAt uint32
+	tx    sender // under f.txMu
+	in    inbox  // under f.rxMu
 	// arrival is what OnArrival gave: the transport that drains the
 	// shared sockets calls it, under f.rxMu, after putting a datagram in
 	// in. Written under f.rxMu (OnArrival); leave removes x from the
 	// interface under that lock, so it is never called after Close.
 	arrival func()
-	st      xdpCounters
+	// watching is arrival != nil: x's user watches the sockets itself.
+	// Stored under f.rxMu (OnArrival, leave), loaded by RecvBatch.
+	watching atomic.Bool
+	st       xdpCounters
 }
 
 // NewXDP opens the AF_XDP transport. Any reason it cannot work here (no
@@ -86,7 +92,10 @@ func NewXDP(cfg XDPConfig) (*XDP, error) {
 	x.tx = newSender(f.socks[0], f.socks[0].FrameSize(), &x.closed, &x.st.sendCounters,
 		routes{mu: &f.txMu, refreshes: &f.refreshes, hops: &f.hops, link: f.link, local: x.local, ttl: cfg.TTL})
 	x.rx = receiver{closed: &x.closed, src: x, poller: x.poller, shut: xdp.ErrClosed,
-		woken: func() bool { return x.closed.Load() || x.in.pending.Load() > 0 }}
+		woken: func() bool {
+			return x.closed.Load() || x.in.pending.Load() > 0 || f.watchGen.Load() != x.genAt
+		},
+		handed: func() bool { return f.watchedFor(x) }, hand: x.poller}
 	return x, nil
 }
 
@@ -154,10 +163,21 @@ func (x *XDP) Arrived() bool {
 
 // OnArrival sets what is called after another transport of the interface
 // drained a datagram for this one into its inbox (see replica.Pollable).
+//
+// A transport with a notify set is a watcher: its user drains the
+// interface's sockets whenever they have frames. While another transport
+// is one, a RecvBatch that waits leaves the sockets out of Go's poller and
+// waits for the watcher to hand its datagrams over: a server's PUNCH
+// receiver beside a mirror on one interface (a hub) then costs nothing
+// per datagram of the mirror's.
 func (x *XDP) OnArrival(notify func()) {
-	x.f.rxMu.Lock()
+	f := x.f
+	f.rxMu.Lock()
+	defer f.rxMu.Unlock()
 	x.arrival = notify
-	x.f.rxMu.Unlock()
+	if was := x.watching.Swap(notify != nil); was != (notify != nil) && f.users[x.local.Port()] == x {
+		f.watch(notify != nil)
+	}
 }
 
 // Close stops steering the transport's flow, releases its share of the

@@ -39,6 +39,7 @@ func (x *XDP) SendBatch(ms []replica.Message) (int, error) {
 func (x *XDP) RecvBatch(ms []replica.Message, wait time.Duration) (int, error) {
 	x.recvMu.Lock()
 	defer x.recvMu.Unlock()
+	x.genAt = x.f.watchGen.Load() // before recv looks at the watchers
 	return x.rx.recv(ms, wait)
 }
 

@@ -43,7 +43,16 @@ func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error)
 	return p.p.WaitFor(timeout, woken)
 }
 
-// Wake makes the goroutine waiting in WaitFor (or Wait) check again.
+// WaitWoken is WaitFor without the sockets: only woken (with Wake), the
+// timeout or Close end it. For a waiter whose frames another goroutine
+// receives from the same sockets and hands over: their frames then wake
+// nobody here.
+func (p *Poller) WaitWoken(timeout time.Duration, woken func() bool) (bool, error) {
+	return p.p.WaitWoken(timeout, woken)
+}
+
+// Wake makes the goroutine waiting in WaitFor, WaitWoken or Wait check
+// again.
 func (p *Poller) Wake() { p.p.Wake() }
 
 // ready reports whether a socket has frames, waking any whose fill ring

@@ -83,6 +83,20 @@ func (p *Poller) WaitFor(timeout time.Duration, woken func() bool) (bool, error)
 	return ok, p.closedOr(err)
 }
 
+// WaitWoken is WaitFor without the sockets: it returns true once woken
+// reports true (whoever makes it true calls Wake afterwards), false when
+// timeout passes, or the closed error. It is for a waiter whose frames
+// another goroutine drains and hands over (a shared AF_XDP socket that
+// another transport's loop watches itself): the sockets' frames then wake
+// no thread of this process, inside the sender's system call or anywhere.
+func (p *Poller) WaitWoken(timeout time.Duration, woken func() bool) (bool, error) {
+	p.woken = woken
+	p.waiting.Store(true)
+	ok, err := p.w.Wait(timeout, p.woken)
+	p.waiting.Store(false)
+	return ok, p.closedOr(err)
+}
+
 // arm adds the sockets to the epoll instance or removes them (op). The
 // instance's descriptor is used under the Waiter's reference: Close never
 // closes it under us, and after Close arm fails with ErrClosed.
