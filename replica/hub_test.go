@@ -63,9 +63,11 @@ func TestHubHandoff(t *testing.T) {
 			t.Errorf("handed its records, the hub's sender waited %d times on the ring over %d records (handed sleeps %d)", ring, n/2, hst.HandedSleeps)
 		}
 
-		// Idle: the heartbeat interval doubles to 128 ms after seven.
-		waitUntil(t, 10*time.Second, "seven idle heartbeats of the hub", func() bool {
-			return srv.Stats().Heartbeats >= hst.Heartbeats+7
+		// Idle: the datagram heartbeat's interval doubles to 128 ms after
+		// seven (counted as datagrams, one destination: Heartbeats counts
+		// the TCP session's too).
+		waitUntil(t, 10*time.Second, "seven idle heartbeat datagrams of the hub", func() bool {
+			return srv.Stats().Datagrams >= hst.Datagrams+7
 		})
 		woke := srv.Stats().HandedWakeups
 		src.push(1)

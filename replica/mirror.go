@@ -77,11 +77,15 @@ type MirrorConfig struct {
 	// the goroutine calling Run, Connect, Step or Close, and must not
 	// block.
 	Events func(MirrorEvent)
-	// Published, when set, is called each time records become visible in
-	// the mirror ring, with the last sequence published, on the goroutine
-	// that applied them (Run's, or Step's caller). It must not block. A
-	// hub that serves the mirror ring again in this process passes its
-	// Server's Handoff, so the records leave without a wake-up.
+	// Published, when set, is called after each step that made records
+	// visible in the mirror ring, with the last sequence published, on
+	// the goroutine that applied them (Run's, or Step's caller): readers
+	// see each datagram's records as soon as they are applied, and
+	// Published hears of a received batch once, after its last datagram.
+	// It must not block. A hub that serves the mirror ring again in this
+	// process passes its Server's Handoff, so the records leave without a
+	// wake-up, a batch's in one send (at 200 k records/s a hand-off per
+	// datagram left the hub's mirror 15 µs behind, in its own sends).
 	Published func(seq uint64)
 	// Key, when set, makes replication keyed (ServerConfig.Key): the
 	// source must hold the same secret, or the connection fails with

@@ -8,16 +8,19 @@ import (
 
 // mirrorRing writes records into the mirror's ring at the source's
 // sequence numbers, rewriting blob descriptors to point into its own arena.
-// It implements recordSink for the sequencer and publishes write_seq once
-// per batch.
+// It implements recordSink for the sequencer; the mirror shows write_seq
+// after each datagram and publishes (shows, and tells onPublish) once per
+// step.
 type mirrorRing struct {
 	w         *shm.Writer
 	blob      bool
 	slot      []byte // scratch slot payload for blob rings
 	stored    uint64 // last sequence stored
 	published uint64 // last sequence published
-	// onPublish is called after each publish with the sequence published
-	// (MirrorConfig.Published; nil: nothing to tell).
+	told      uint64 // last sequence onPublish was called with
+	// onPublish is called by publish with the last sequence published
+	// when it moved since the last call (MirrorConfig.Published; nil:
+	// nothing to tell).
 	onPublish func(uint64)
 }
 
@@ -25,7 +28,7 @@ func newMirrorRing(w *shm.Writer, onPublish func(uint64)) *mirrorRing {
 	l := w.Ring().Layout()
 	m := &mirrorRing{w: w, blob: l.Flags&shm.FlagArena != 0, slot: make([]byte, l.PayloadSize()), onPublish: onPublish}
 	m.stored = w.Ring().WriteSeq()
-	m.published = m.stored
+	m.published, m.told = m.stored, m.stored
 	return m
 }
 
@@ -56,17 +59,25 @@ func (m *mirrorRing) write(seq uint64, slot, blob []byte) error {
 // write_seq passes them.
 func (m *mirrorRing) skip(uint64) {}
 
-// publish makes everything stored visible to the mirror's readers.
-func (m *mirrorRing) publish() error {
+// show makes everything stored visible to the mirror's readers, without
+// telling onPublish.
+func (m *mirrorRing) show() error {
 	if m.stored == m.published {
 		return nil
 	}
 	m.published = m.stored
-	if err := m.w.Publish(m.stored); err != nil {
+	return m.w.Publish(m.stored)
+}
+
+// publish shows what is stored, then tells onPublish of everything shown
+// since it last did.
+func (m *mirrorRing) publish() error {
+	if err := m.show(); err != nil {
 		return err
 	}
-	if m.onPublish != nil {
-		m.onPublish(m.stored)
+	if m.onPublish != nil && m.told != m.published {
+		m.told = m.published
+		m.onPublish(m.published)
 	}
 	return nil
 }

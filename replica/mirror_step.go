@@ -191,8 +191,9 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 			return k, err
 		}
 		// Readers get each datagram's records as soon as they are applied,
-		// not when the batch is done (publish does nothing if none were).
-		if err := m.ring.publish(); err != nil {
+		// not when the batch is done (show does nothing if none were);
+		// Published hears of the batch once, in finishStep's publish.
+		if err := m.ring.show(); err != nil {
 			return k, err
 		}
 		trace.Stamp(trace.Published, m.ring.published)
