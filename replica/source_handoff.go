@@ -71,9 +71,10 @@ type handWait struct {
 	// wakes it when its own round made the deadline (a heartbeat's,
 	// after data) nearer by more than handSlack.
 	due atomic.Int64
-	// wake and idler are the sender's (nil with a Loop): wake is made by
-	// startHandWait before the sender is stored, so every Handoff sees it;
-	// idler is the sender goroutine's only.
+	// wake and idler are the sender's (nil with a Loop, or when no
+	// eventfd could be made): wake is made by startHandWait before the
+	// sender is stored, so every Handoff sees it; idler is the sender
+	// goroutine's only.
 	wake  *idle.Waker
 	idler *idle.Idler
 	// sleeps counts the sender's handed sleeps (the sender Adds),
@@ -81,16 +82,17 @@ type handWait struct {
 	sleeps, wakeups atomic.Uint64
 }
 
-// startHandWait readies sn's handed waits, for a sender of its own; it
-// makes the eventfd, so it may fail.
-func (sn *sender) startHandWait() error {
+// startHandWait readies sn's handed waits, for a sender of its own. It
+// makes an eventfd: without one (no descriptor to spare, as Serve may
+// start with the process out of them) the sender keeps watching the ring
+// as it does without Handoff, which only costs CPU.
+func (sn *sender) startHandWait() {
 	w, err := idle.NewWaker()
 	if err != nil {
-		return err
+		return
 	}
 	sn.hand.wake = w
 	sn.hand.idler = idle.NewIdler(idle.Strategy{Mode: idle.Block}, w)
-	return nil
 }
 
 // stopHandWait releases what startHandWait made, once the sender is done

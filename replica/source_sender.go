@@ -64,9 +64,10 @@ func newSender(s *Server) *sender {
 // sendLoop is the ring's one watcher: it sends datagrams (when the server
 // has a datagram transport) and wakes the TCP sessions when records come.
 // Its rounds hold s.sendMu, which Handoff takes to run one on another
-// goroutine; it waits for the ring without it. It ends with ctx, Close, or
-// once a graceful stop has sent the last datagram (stop.halted, stored
-// under s.sendMu: no round runs after it).
+// goroutine; it waits for the ring without it, or, once Handoff carries
+// the records (a hub), sleeps until its deadline (handWait). It ends with
+// ctx, Close, or once a graceful stop has sent the last datagram
+// (stop.halted, stored under s.sendMu: no round runs after it).
 func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
 		defer unlock()

@@ -353,9 +353,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	replaced := make(chan struct{})
 	sn := newSender(s) // before Handoff or a graceful stop may look for it
 	if s.cfg.Loop == nil {
-		if err := sn.startHandWait(); err != nil {
-			return fmt.Errorf("serve %s: %w", s.cfg.Ring, err)
-		}
+		sn.startHandWait()
 	}
 	s.sender.Store(sn)
 	s.wg.Add(1)

@@ -98,7 +98,9 @@ func TestWaitModesReplicate(t *testing.T) {
 }
 
 // A reader sees the records of a batch's first datagram before the last
-// one is applied: the mirror publishes per datagram.
+// one is applied: the mirror publishes per datagram. Published hears of
+// the batch once, after its last datagram (a hub's Handoff then sends the
+// batch in one go), and of every record in the end.
 func TestPublishPerDatagram(t *testing.T) {
 	p, src := pairSource(t, 1<<12)
 	scfg, mcfg := transportConfigs("multicast")
@@ -106,7 +108,9 @@ func TestPublishPerDatagram(t *testing.T) {
 	mcfg.From = replica.From{Mode: replica.FromLatest}
 	src.serve(scfg)
 	var ring *shm.Ring
-	var seenEarly, calls int
+	var seenEarly, calls, toldEarly int
+	var told uint64 // the last sequence Published was called with
+	mcfg.Published = func(seq uint64) { told = seq }
 	mcfg.Ring = filepath.Join(t.TempDir(), "mirror")
 	m := newMirrorOf(t, src, p.BAddr, mcfg)
 	var late int // datagrams whose records readers did not see yet
@@ -122,6 +126,9 @@ func TestPublishPerDatagram(t *testing.T) {
 		w := ring.WriteSeq()
 		if last > 0 && w < last {
 			late++
+		}
+		if last > 0 && told >= last {
+			toldEarly++
 		}
 		if last > 0 && w >= last && w < batchLast {
 			seenEarly++
@@ -143,6 +150,9 @@ func TestPublishPerDatagram(t *testing.T) {
 	}
 	if late != 0 || seenEarly == 0 {
 		t.Fatalf("%d datagrams applied: %d not yet visible to readers, %d visible before the last of their batch", calls, late, seenEarly)
+	}
+	if toldEarly != 0 || told != m.Stats().Next-1 {
+		t.Fatalf("Published told of %d datagrams before their batch ended; last told %d, want %d", toldEarly, told, m.Stats().Next-1)
 	}
 }
 

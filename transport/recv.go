@@ -37,9 +37,8 @@ type receiver struct {
 	// handed, when set, reports that another transport's loop watches the
 	// sockets and hands this one its datagrams (AF_XDP sockets shared by
 	// the transports of an interface): a wait then leaves the sockets
-	// alone and waits for that hand-over (hand, the same poller).
+	// alone and waits for that hand-over (the poller is a handedWaiter).
 	handed func() bool
-	hand   handedWaiter
 }
 
 // recv copies received datagrams into ms (see replica.Transport.RecvBatch).
@@ -56,9 +55,10 @@ func (r *receiver) recv(ms []replica.Message, wait time.Duration) (int, error) {
 	}
 	var ok bool
 	var err error
-	handed := r.handed != nil && r.handed()
+	hw, handed := r.poller.(handedWaiter)
+	handed = handed && r.handed != nil && r.handed()
 	if handed {
-		ok, err = r.hand.WaitWoken(wait, r.woken)
+		ok, err = hw.WaitWoken(wait, r.woken)
 	} else {
 		ok, err = r.poller.WaitFor(wait, r.woken)
 	}

@@ -95,7 +95,7 @@ func NewXDP(cfg XDPConfig) (*XDP, error) {
 		woken: func() bool {
 			return x.closed.Load() || x.in.pending.Load() > 0 || f.watchGen.Load() != x.genAt
 		},
-		handed: func() bool { return f.watchedFor(x) }, hand: x.poller}
+		handed: func() bool { return f.watchedFor(x) }}
 	return x, nil
 }
 
@@ -169,7 +169,8 @@ func (x *XDP) Arrived() bool {
 // is one, a RecvBatch that waits leaves the sockets out of Go's poller and
 // waits for the watcher to hand its datagrams over: a server's PUNCH
 // receiver beside a mirror on one interface (a hub) then costs nothing
-// per datagram of the mirror's.
+// per datagram of the mirror's. A watcher that stops receiving holds the
+// others' datagrams until it receives again or closes.
 func (x *XDP) OnArrival(notify func()) {
 	f := x.f
 	f.rxMu.Lock()
