@@ -44,7 +44,8 @@
 //     own wait checks write_seq before it sleeps, so nothing is missed.
 //     Once handed its records, the sender stops watching the ring: it
 //     sleeps in ppoll on an eventfd until its deadline (handWait), which
-//     a Handoff writes when data brought the next heartbeat nearer.
+//     a Handoff writes when data brought the next heartbeat nearer by
+//     more than 1 ms.
 //   - punchLoop, when there is a datagram transport: RecvBatch with a
 //     100 ms wait (ppoll for kernel UDP; Go's poller for AF_XDP and
 //     AF_PACKET, whose sockets are in it only during that wait: no socket

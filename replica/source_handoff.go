@@ -43,7 +43,6 @@ func (s *Server) Handoff(uint64) {
 		s.sendMu.Unlock()
 		s.st.handoffs.Add(1)
 		if h.wake != nil && due < h.due.Load()-int64(handSlack) {
-			h.wakeups.Add(1)
 			h.wake.Notify()
 		}
 	}
@@ -77,9 +76,20 @@ type handWait struct {
 	// goroutine's only.
 	wake  *idle.Waker
 	idler *idle.Idler
-	// sleeps counts the sender's handed sleeps (the sender Adds),
-	// wakeups the Handoffs that woke one (Handoff Adds); Stats loads both.
+	// sleeps counts the sender's handed sleeps, wakeups those a Handoff
+	// (or the end of Serve) cut short; the sender Adds, Stats loads.
 	sleeps, wakeups atomic.Uint64
+}
+
+// sleep is one handed sleep of at most d (the sender's goroutine).
+func (h *handWait) sleep(d time.Duration) {
+	h.sleeps.Add(1)
+	before := h.idler.Stats()
+	h.idler.Idle(d)
+	after := h.idler.Stats()
+	if after.Wakeups+after.Skipped != before.Wakeups+before.Skipped {
+		h.wakeups.Add(1)
+	}
 }
 
 // startHandWait readies sn's handed waits, for a sender of its own. It

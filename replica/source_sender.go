@@ -110,8 +110,7 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 				s.ring.Await(target, sn.ws, d)
 			case s.ring.WriteSeq() < target: // else a Handoff missed the lock: go again
 				s.senderWaits.Add(1)
-				sn.hand.sleeps.Add(1)
-				sn.hand.idler.Idle(d)
+				sn.hand.sleep(d)
 			}
 		}
 	}

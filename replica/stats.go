@@ -79,8 +79,8 @@ type ServerStats struct {
 	DirectSends, SessionKicks, SenderWaits uint64
 	// HandedSleeps counts the sender's waits, among SenderWaits, once its
 	// records come by Handoff (a hub's: it no longer watches the ring, and
-	// sleeps until its next heartbeat); HandedWakeups the Handoffs that
-	// cut one short because data brought the heartbeat nearer.
+	// sleeps until its next heartbeat); HandedWakeups the sleeps a Handoff
+	// cut short because data brought the heartbeat nearer.
 	HandedSleeps, HandedWakeups uint64
 	// Refused counts connections closed at once for a limit (MaxConns,
 	// MaxConnsPerAddr, MaxPending); AcceptErrors the accepts that failed

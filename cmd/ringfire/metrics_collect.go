@@ -85,7 +85,7 @@ func newCollector(set *unitSet) *collector {
 		{"session_kicks", "Wake-ups of the TCP session writers through the wake relay.", func(s replica.ServerStats) uint64 { return s.SessionKicks }},
 		{"sender_waits", "Times the sender waited (for the ring, or asleep once handed its records).", func(s replica.ServerStats) uint64 { return s.SenderWaits }},
 		{"handed_sleeps", "A hub's sender's sleeps once its records come by hand-off (it no longer watches the ring).", func(s replica.ServerStats) uint64 { return s.HandedSleeps }},
-		{"handed_wakeups", "Hand-offs that woke the hub's sleeping sender (data brought the heartbeat nearer).", func(s replica.ServerStats) uint64 { return s.HandedWakeups }},
+		{"handed_wakeups", "Sleeps of a hub's sender that a hand-off cut short (data brought the heartbeat nearer).", func(s replica.ServerStats) uint64 { return s.HandedWakeups }},
 		{"refused_connections", "Connections closed for a protocol error.", func(s replica.ServerStats) uint64 { return s.BadFrames }},
 		{"refused_punches", "PUNCH datagrams refused.", func(s replica.ServerStats) uint64 { return s.BadPunches }},
 		{"refused_datagrams", "Other datagrams dropped.", func(s replica.ServerStats) uint64 { return s.BadDatagram }},

@@ -76,14 +76,19 @@ func (r *Report) deployedRelayTable() table {
 		"processes", "wait", "samples", "p50", "p90", "p99", "p99.9", "max", "p99 ÷ p50", "CPU (cores)"}}
 	for _, d := range r.DeployedRelay {
 		p := d.Lat
-		var cores float64
-		for _, c := range d.CPU {
-			cores += c.PerSec
-		}
 		t.rows = append(t.rows, []string{fmtCount(uint64(d.Procs)), d.Wait, fmtCount(uint64(max(p.Samples, 0))),
-			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max), fmtRatio(p.P99, p.P50), fmtCores(cores)})
+			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max), fmtRatio(p.P99, p.P50), fmtCores(totalCores(d.CPU))})
 	}
 	return t
+}
+
+// totalCores is the cores all of cs used together per second.
+func totalCores(cs []ProcCPU) float64 {
+	var sum float64
+	for _, c := range cs {
+		sum += c.PerSec
+	}
+	return sum
 }
 
 // deployedCPUTable tabulates the cores each process used per second of
@@ -93,18 +98,10 @@ func (r *Report) deployedCPUTable() table {
 		header: append(append([]string{"transport", "wait"}, deployedRoles...), "total")}
 	for _, d := range append(append([]Deployed(nil), r.Deployed...), r.DeployedDatagram...) {
 		row := []string{d.Transport, d.Wait}
-		var total float64
 		for _, role := range deployedRoles {
-			cell := dash
-			for _, c := range d.CPU {
-				if c.Role == role {
-					cell = fmtCores(c.PerSec)
-					total += c.PerSec
-				}
-			}
-			row = append(row, cell)
+			row = append(row, cpuOf(d.CPU, role))
 		}
-		t.rows = append(t.rows, append(row, fmtCores(total)))
+		t.rows = append(t.rows, append(row, fmtCores(totalCores(d.CPU))))
 	}
 	return t
 }

@@ -10,10 +10,9 @@ import (
 // run, with nothing else of the run going: the gaps between two readings
 // are times it did not run. On a VM they are the hypervisor's (steal
 // time), and no latency of the run can be lower than they allow: the
-// longest bounds the largest sample, and the gaps over 20 µs, a few
-// hundred a second on the project's VM, put a round trip of a few tens
-// of microseconds that crosses both CPUs in one of them about once in a
-// hundred, which is what its p99 then shows.
+// longest bounds the largest sample, and the gaps over 20 µs (300–600 a
+// second on the project's VM) fall inside some of a round trip's
+// samples, which the tail then shows.
 type Stall struct {
 	For      Duration `json:"for"`
 	Max      Duration `json:"max"`

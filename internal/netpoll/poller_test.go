@@ -111,3 +111,42 @@ func TestPollerArmsOnlyWhileWaiting(t *testing.T) {
 		t.Fatalf("descriptor %d still watched after the wait", rd)
 	}
 }
+
+// WaitWoken leaves the sockets alone: readable and ready, they neither
+// end it nor enter an epoll instance; its time passing ends it with
+// false, and a Wake with woken true ends it with true.
+func TestWaitWokenIgnoresTheSockets(t *testing.T) {
+	var ready, woken atomic.Bool
+	p, rd, wr := newPoller(t, &ready)
+	ready.Store(true)
+	if _, err := unix.Write(wr, []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := p.WaitWoken(20*time.Millisecond, woken.Load); ok || err != nil {
+		t.Fatalf("WaitWoken(20 ms) with the sockets ready = %v, %v; want false, nil", ok, err)
+	}
+	checked := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		ok, err := p.WaitWoken(-1, func() bool {
+			select {
+			case checked <- struct{}{}:
+			default:
+			}
+			return woken.Load()
+		})
+		if err == nil && !ok {
+			err = errors.New("WaitWoken(-1) returned false")
+		}
+		done <- err
+	}()
+	<-checked // the wait has begun
+	if testenv.Polled(t)[rd] {
+		t.Fatalf("descriptor %d in an epoll instance during WaitWoken", rd)
+	}
+	woken.Store(true)
+	p.Wake()
+	if err := within(t, done); err != nil {
+		t.Fatalf("WaitWoken woken: %v", err)
+	}
+}
