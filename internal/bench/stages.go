@@ -24,10 +24,11 @@ const stageRate = 20_000
 // mirrors and serves again; a leaf on the source host mirrors the hub),
 // all four at once; then each mirror path alone, with only its own
 // endpoints running (what a host that carries just that path sees: on two
-// cores, the six hot loops of all four at once share the CPUs); then all
+// cores, the five busy threads of all four at once share the CPUs); then all
 // four at once again with each host's endpoints on one replica.Loop (two
-// hot loops instead of six). With acks it times the source's Wait for its
-// two mirrors after the first (waitAcks).
+// hot loops instead of six); then the floor of all four at once
+// (stagesFloor). With acks it times the source's Wait for its two mirrors
+// after the first (waitAcks).
 func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
 	defer r.reset()
 	at := fmt.Sprintf(" at %s/s", fmtSI(float64(rate)))
@@ -74,7 +75,10 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 	for i, h := range hs {
 		out = append(out, Latency{Name: e.names[i+1] + ", one Loop per host," + at, Lat: h.percentiles()})
 	}
-	return out, errors.Join(lost, e.reconnects())
+	lost = errors.Join(lost, e.reconnects())
+	r.reset()
+	floor, err := r.stagesFloor(size, d, rate)
+	return append(out, floor...), errors.Join(lost, err)
 }
 
 // hostLoops are, with loops, a running replica.Loop for each host (nil,

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/idle"
+	"github.com/ringfire/ringfire/shm"
+)
+
+// The stages' floor: what the thread layout of "all four at once" costs
+// with no network, no socket and no ringfire code. Four relays, each a
+// hot loop on a locked thread of its own, pass the source ring's records
+// on through rings in /dev/shm as the stages' endpoints do, polling and
+// calling sched_yield after a pass that found nothing (the yield phase in
+// which adaptive's loops spend the stages):
+//
+//	S ─▶ sender ─┬▶ X ─▶ same-host mirror ─▶ X′             (read)
+//	             └▶ Y ─▶ remote mirror ───┬▶ Y′           (read)
+//	                                      └▶ H ─▶ leaf ─▶ H′ (read)
+//
+// The remote mirror writes H itself, as a hub's mirror hands its records
+// to the hub's sender on its own thread (the sender then sleeps), so the
+// floor has the same five busy threads as the stages, the bench's pushing
+// and reading one included. A row's distance above its floor is what the
+// sockets and ringfire's own work add.
+
+// floorHop is one relay: it copies every record of in into each of outs.
+type floorHop struct {
+	in   *shm.Reader
+	outs []*shm.Writer
+}
+
+// floorRings are the floor's rings, in a directory of their own.
+type floorRings struct {
+	dir     string
+	writers map[string]*shm.Writer
+	readers []*shm.Reader
+}
+
+// floorNames are the floor's rings: S the source, X, Y and H what the
+// sender and the hub's mirror write, the primed ones the mirrors' rings.
+var floorNames = []string{"S", "X", "X2", "Y", "Y2", "H", "H2"}
+
+// create makes every ring of floorNames.
+func (f *floorRings) create(size int) error {
+	for _, name := range floorNames {
+		w, err := shm.Create(filepath.Join(f.dir, name), shm.RingConfig{PayloadSize: size, Capacity: 1 << 16}, shm.CreateOptions{Replace: true})
+		if err != nil {
+			return err
+		}
+		f.writers[name] = w
+	}
+	return nil
+}
+
+// read opens a reader of ring name from its oldest record.
+func (f *floorRings) read(name string) (*shm.Reader, error) {
+	rd, err := shm.OpenReader(filepath.Join(f.dir, name), shm.ReadOptions{Start: shm.StartOldest, NoRegister: true})
+	if err == nil {
+		f.readers = append(f.readers, rd)
+	}
+	return rd, err
+}
+
+func (f *floorRings) close() {
+	for _, rd := range f.readers {
+		rd.Close()
+	}
+	for _, w := range f.writers {
+		w.Close()
+	}
+	os.RemoveAll(f.dir)
+}
+
+// stagesFloor measures the floor of the stages' all-at-once rows at rate
+// for d: the bench's reads of X′, Y′ and H′, named after the rows they
+// are the floor of.
+func (r *rig) stagesFloor(size int, d time.Duration, rate int) ([]Latency, error) {
+	dir, err := os.MkdirTemp(r.dir, "floor-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: stages floor: %w", err)
+	}
+	f := &floorRings{dir: dir, writers: map[string]*shm.Writer{}}
+	defer f.close()
+	hops, reads, err := f.layout(size)
+	if err != nil {
+		return nil, fmt.Errorf("bench: stages floor: %w", err)
+	}
+	src := &source{w: f.writers["S"], rec: make([]byte, size)}
+	stop := runFloor(hops, size)
+	hs, err := r.measure(src, reads, d, rate)
+	stop()
+	if err != nil {
+		return nil, err
+	}
+	names := []string{"mirror, same host", "mirror, other host", "hub → leaf"}
+	out := make([]Latency, len(names))
+	for i, h := range hs[1:] { // the source ring's own reader is the stages' too, but no row
+		out[i] = Latency{Name: fmt.Sprintf("floor of %s: the hand-offs alone at %s/s", names[i], fmtSI(float64(rate))), Lat: h.percentiles()}
+	}
+	return out, nil
+}
+
+// layout creates the floor's rings and returns its relays and the readers
+// of S, X′, Y′ and H′.
+func (f *floorRings) layout(size int) ([]floorHop, []*shm.Reader, error) {
+	if err := f.create(size); err != nil {
+		return nil, nil, err
+	}
+	var hops []floorHop
+	for _, h := range [][]string{{"S", "X", "Y"}, {"X", "X2"}, {"Y", "Y2", "H"}, {"H", "H2"}} {
+		rd, err := f.read(h[0])
+		if err != nil {
+			return nil, nil, err
+		}
+		hop := floorHop{in: rd}
+		for _, o := range h[1:] {
+			hop.outs = append(hop.outs, f.writers[o])
+		}
+		hops = append(hops, hop)
+	}
+	var reads []*shm.Reader
+	for _, name := range []string{"S", "X2", "Y2", "H2"} { // S as the stages' source-host reader
+		rd, err := f.read(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		reads = append(reads, rd)
+	}
+	return hops, reads, nil
+}
+
+// runFloor starts a hot loop per hop and returns what stops them all.
+func runFloor(hops []floorHop, size int) (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for _, h := range hops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if unlock, err := idle.LockThread(-1); err == nil {
+				defer unlock()
+			}
+			h.run(&done, make([]byte, size))
+		}()
+	}
+	return func() { done.Store(true); wg.Wait() }
+}
+
+// run copies until done is set, yielding after a pass that found nothing.
+func (h floorHop) run(done *atomic.Bool, buf []byte) {
+	yield := idle.NewIdler(idle.Strategy{Mode: idle.Yield}, nil)
+	for !done.Load() {
+		got := false
+		for {
+			if _, ok := h.in.TryRecv(buf); !ok {
+				break
+			}
+			got = true
+			for _, w := range h.outs {
+				w.Push(buf) // a lossy ring: Push fails only once closed, after done
+			}
+		}
+		if !got {
+			yield.Idle(0)
+		}
+	}
+}
