@@ -19,10 +19,10 @@ func QueuedFrames(m *Mirror) int {
 }
 
 // AfterDatagram sets a hook the mirror calls after it applied and
-// published each datagram of a receive batch, with the last sequence that
-// datagram carries and the last the batch carries (tests check that
-// readers see records before the batch ends).
-func AfterDatagram(m *Mirror, hook func(last, batchLast uint64)) { m.afterDatagram = hook }
+// published each datagram of a receive batch, with the datagram's index in
+// the batch, the last sequence it carries and the last the batch carries
+// (tests check that readers see records before the batch ends).
+func AfterDatagram(m *Mirror, hook func(i int, last, batchLast uint64)) { m.afterDatagram = hook }
 
 // StopGrace bounds a graceful stop (source_stop.go).
 const StopGrace = stopGrace

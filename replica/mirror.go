@@ -132,9 +132,10 @@ type Mirror struct {
 	dirty    bool // counters changed since the last publishStats
 
 	// afterDatagram, a test hook (export_test.go), is called after each
-	// datagram of a batch was applied and published, with the last
-	// sequence it carries and the last the whole batch carries.
-	afterDatagram func(last, batchLast uint64)
+	// datagram of a batch was applied and published, with its index in the
+	// batch, the last sequence it carries and the last the whole batch
+	// carries.
+	afterDatagram func(i int, last, batchLast uint64)
 
 	mu     sync.Mutex
 	public MirrorStats

@@ -198,7 +198,7 @@ func (m *Mirror) recvDatagrams(c *conn, limit int, wait time.Duration) (int, err
 		}
 		trace.Stamp(trace.Published, m.ring.published)
 		if m.afterDatagram != nil {
-			m.afterDatagram(dataLast(ms[i]), batchLast(ms[:k]))
+			m.afterDatagram(i, dataLast(ms[i]), batchLast(ms[:k]))
 		}
 	}
 	m.stats.Datagrams += uint64(k)

@@ -99,14 +99,21 @@ func TestBenchSmoke(t *testing.T) {
 		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms")
 	wantContains(t, "bench output", stdout, "ping-pong round trip", "udp-unicast", "xdp-unicast", "zero-loss rate", "send cost")
 	rep := readReport(t, out)
-	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 12 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
+	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 15 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
 		t.Fatalf("report sections: %d pingpong, %d zero-loss, %d stages, %d fan-out, %d send cost",
 			len(rep.PingPong), len(rep.ZeroLoss), len(rep.Stages), len(rep.Fanout), len(rep.SendCost))
 	}
+	floors := 0
 	for _, l := range append(append(rep.PingPong, rep.Datagram...), rep.Stages...) {
 		if l.Lat.Samples == 0 || l.Lat.P50 <= 0 || l.Lat.Max < l.Lat.P50 {
 			t.Errorf("%s: %+v", l.Name, l.Lat)
 		}
+		if strings.Contains(l.Name, "the hand-offs alone") {
+			floors++
+		}
+	}
+	if floors != 3 { // the stages' floor: same host, other host, hub → leaf
+		t.Errorf("%d rows of the stages' floor, want 3", floors)
 	}
 	for _, s := range rep.Stress {
 		if s.Pushed == 0 || s.Delivered == 0 {
