@@ -139,9 +139,9 @@
 //     then notifies Run's Waker (an eventfd write only if Run sleeps); it
 //     ends with an error on a channel of its own, which Step returns once
 //     the frames queued before it are applied. A mirror without datagrams
-//     on a plain TCP connection, outside a Loop, has no reader: the step
-//     reads the socket itself without blocking (tcpReader, direct mode:
-//     read(2) on the descriptor, not through Go's poller) and Run sleeps
+//     on a plain TCP connection has no reader: the step reads the socket
+//     itself without blocking (tcpReader, direct mode: read(2) on the
+//     descriptor, not through Go's poller) and Run, or its Loop, sleeps
 //     in ppoll on it; its socket asks for an 8 MiB receive buffer, where
 //     the reader read ahead. That saves the reader's wake-up and the
 //     Waker's, two of a same-host mirror's four thread wake-ups per

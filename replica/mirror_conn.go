@@ -36,8 +36,8 @@ type conn struct {
 	// its error (Mirror.notify; set before the reader starts).
 	notify func()
 	// direct, when set, is the run loop's own reader of tcp (a plain
-	// connection without datagrams, outside a Loop): no reader goroutine
-	// runs, frames and errc stay empty.
+	// connection without datagrams; the Loop's, on a Loop): no reader
+	// goroutine runs, frames and errc stay empty.
 	direct *tcpReader
 
 	udp  Transport

@@ -76,7 +76,7 @@ func (m *Mirror) Connect(ctx context.Context) error {
 		return fmt.Errorf("mirror: handshake with %s: %w", m.cfg.Source, err)
 	}
 	maxLen := max(tcpFrameMax, m.shape.MaxRecord())
-	if m.cfg.Loop == nil && c.udp == nil {
+	if c.udp == nil {
 		// Before the status writer starts: it writes on c.tcp.
 		if d, rc := directReader(c.tcp, c.br, maxLen); d != nil { // nil for TLS
 			c.direct, c.tcp = d, rc

@@ -13,9 +13,10 @@ import (
 
 // tcpReader splits the control stream into frames for a mirror's run loop
 // that reads its socket itself (direct mode: a plain TCP connection
-// without datagrams, outside a Loop). No reader goroutine, no queue, no
-// wake-up stands between the socket and the loop, which sleeps in ppoll
-// on the socket. It is used by the run loop's goroutine only.
+// without datagrams; on a Loop too, whose turns step such a mirror every
+// time). No reader goroutine, no queue, no wake-up stands between the
+// socket and the loop, which sleeps in ppoll on the socket. It is used by
+// the run loop's goroutine only (the Loop's, on a Loop).
 type tcpReader struct {
 	src    func(p []byte) (int, error) // reads what is there without blocking: errAgain when nothing is
 	fd     int                         // the socket, for the loop's ppoll (-1: none)
