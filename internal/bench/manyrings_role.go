@@ -270,15 +270,11 @@ func ringsEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 		d.Round()
 		found := false
 		for i, rd := range rds {
-			for range 64 { // at most 64 records of a ring per pass
-				if _, ok := rd.TryRecv(buf); !ok {
-					break
-				}
-				if _, err := ws[i].Push(buf); err != nil {
-					return err
-				}
-				found = true
+			moved, err := copyRecords(buf, rd, 64, ws[i]) // at most 64 records of a ring per pass
+			if err != nil {
+				return err
 			}
+			found = found || moved
 		}
 		if found {
 			d.Busy()

@@ -26,7 +26,7 @@ const stageRate = 20_000
 // endpoints running (what a host that carries just that path sees: on two
 // cores, the five busy threads of all four at once share the CPUs); then all
 // four at once again with each host's endpoints on one replica.Loop (two
-// hot loops instead of six); then the floor of all four at once
+// hot loops instead of four); then the floor of all four at once
 // (stagesFloor). With acks it times the source's Wait for its two mirrors
 // after the first (waitAcks).
 func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {

@@ -156,17 +156,8 @@ func runFloor(hops []floorHop, size int) (stop func()) {
 func (h floorHop) run(done *atomic.Bool, buf []byte) {
 	yield := idle.NewIdler(idle.Strategy{Mode: idle.Yield}, nil)
 	for !done.Load() {
-		got := false
-		for {
-			if _, ok := h.in.TryRecv(buf); !ok {
-				break
-			}
-			got = true
-			for _, w := range h.outs {
-				w.Push(buf) // a lossy ring: Push fails only once closed, after done
-			}
-		}
-		if !got {
+		// Lossy rings: Push fails only once closed, after done.
+		if moved, _ := copyRecords(buf, h.in, 64, h.outs...); !moved {
 			yield.Idle(0)
 		}
 	}
