@@ -117,3 +117,21 @@ func DirectFD(m *Mirror) int {
 	}
 	return m.c.direct.fd
 }
+
+// SessionSockets is the descriptor of each session whose connection is
+// out of Go's poller (a Unix socket's); -1 for the others.
+func SessionSockets(s *Server) []int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var fds []int
+	for _, ss := range s.sessions {
+		fd := -1
+		if rc, ok := ss.raw.(*rawConn); ok {
+			rc.ops.RLock()
+			fd = rc.fd
+			rc.ops.RUnlock()
+		}
+		fds = append(fds, fd)
+	}
+	return fds
+}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync"
 	"time"
@@ -29,7 +30,7 @@ type From struct {
 
 // MirrorConfig configures a mirror.
 type MirrorConfig struct {
-	Source    string        // the source's TCP address, host:port
+	Source    string        // the source's TCP address, host:port, or UnixPrefix+path
 	Ring      string        // path of the mirror ring
 	From      From          // where to start on the first connection
 	Unicast   bool          // ask for UDP unicast (punching through NAT)
@@ -149,6 +150,12 @@ const stepLimit = 32
 func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 	if cfg.Source == "" || cfg.Ring == "" {
 		return nil, errors.New("replica: mirror needs a source address and a ring path")
+	}
+	if unixPath(cfg.Source) != "" {
+		if cfg.Unicast {
+			return nil, fmt.Errorf("replica: mirror of %s: a Unix socket carries no datagrams (Unicast)", cfg.Source)
+		}
+		cfg.TCPOnly = true // everything comes over the stream
 	}
 	if cfg.Reconnect <= 0 {
 		cfg.Reconnect = time.Second

@@ -61,7 +61,11 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
 	defer cancel()
 	var d net.Dialer
-	raw, err := d.DialContext(ctx, "tcp", m.cfg.Source)
+	network, addr := "tcp", m.cfg.Source
+	if p := unixPath(addr); p != "" {
+		network, addr = "unix", p
+	}
+	raw, err := d.DialContext(ctx, network, addr)
 	if err != nil {
 		return fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, err)
 	}
@@ -168,6 +172,9 @@ func (m *Mirror) handshake(ctx context.Context, c *conn) error {
 		return m.openDatagrams(c, mc)
 	}
 	m.stats.Transport = "tcp"
+	if _, local := c.tcp.RemoteAddr().(*net.UnixAddr); local {
+		m.stats.Transport = "unix"
+	}
 	m.seq.tcpOnly = true
 	return nil
 }
@@ -243,7 +250,12 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, sid uint64, hasSID 
 // openDatagrams builds the datagram transport the source announced and,
 // for unicast, punches to the source.
 func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
-	src := c.tcp.RemoteAddr().(*net.TCPAddr).AddrPort()
+	ta, ok := c.tcp.RemoteAddr().(*net.TCPAddr)
+	if !ok {
+		// A source on a Unix socket has no address to take datagrams from.
+		return fmt.Errorf("%w: datagrams offered over %s", wire.ErrMalformed, c.tcp.RemoteAddr().Network())
+	}
+	src := ta.AddrPort()
 	spec := DatagramSpec{Iface: m.cfg.Iface, MTU: int(mc.MTU),
 		Source: netip.AddrPortFrom(src.Addr().Unmap(), mc.Port)}
 	if !mc.Unicast() {

@@ -48,12 +48,13 @@ func newTCPReader(src func([]byte) (int, error), fd, maxLen, size int, pre []byt
 	return t
 }
 
-// directReader is the direct reader of a plain TCP connection, with the
+// directReader is the direct reader of a plain TCP or Unix stream
+// connection, with the
 // connection moved out of Go's poller (rawConn, which the caller uses in
 // tcp's place from then on); nil for any other (TLS) connection, or if the
 // socket could not be moved. It takes what br buffered past the handshake.
 func directReader(tcp net.Conn, br *bufio.Reader, maxLen int) (*tcpReader, *rawConn) {
-	tc, ok := tcp.(*net.TCPConn)
+	tc, ok := plainSocket(tcp)
 	if !ok {
 		return nil, nil
 	}

@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"runtime"
 	"time"
@@ -18,8 +17,8 @@ import (
 // server member) while it sleeps: they write the new records' frames on
 // the connection themselves (sendDirect), with a non-blocking write(2),
 // and the writer is not woken. That removes the relay's and the writer's
-// wake-ups from a same-host mirror's path. Only a plain TCP connection
-// can be written so (a TLS one needs its goroutine).
+// wake-ups from a same-host mirror's path. Only a plain TCP or Unix
+// stream connection can be written so (a TLS one needs its goroutine).
 //
 // hand says who owns the stream state (cursor, feed, buf): stored and
 // compared-and-swapped by the writer and the senders (sync/atomic, which
@@ -40,15 +39,22 @@ const (
 var errDeferred = errors.New("replica: left to the session writer")
 
 // directConn prepares ss for direct sends when its connection is plain
-// TCP (raw is a *net.TCPConn under the prefix reader).
+// TCP or a Unix stream (raw is a socket under the prefix reader).
 func (ss *session) directConn() {
-	tc, ok := ss.raw.(*net.TCPConn)
+	tc, ok := plainSocket(ss.raw)
 	if _, plain := ss.tcp.(*prefixConn); !ok || !plain {
 		return
 	}
 	rc, err := tc.SyscallConn()
 	if err != nil {
 		return
+	}
+	if !ss.peer.IsValid() {
+		// A Unix stream: what is in flight counts against the sender's
+		// buffer (the receiver's is not used), so the source's holds a
+		// burst while the mirror is busy, as a TCP mirror's receive
+		// buffer does (directRcvBuf).
+		rc.Control(func(fd uintptr) { setBuffer(int(fd), unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, directRcvBuf) })
 	}
 	ss.rawc = rc
 	ss.rawWrite = func(fd uintptr) bool {

@@ -18,8 +18,13 @@ import (
 
 // ServerConfig configures a source.
 type ServerConfig struct {
-	Ring      string         // path of the ring to serve (mapped read-only)
-	Bind      string         // TCP control address, host:port
+	Ring string // path of the ring to serve (mapped read-only)
+	Bind string // TCP control address, host:port
+	// Unix, when set, is a Unix domain socket path (or "@name", abstract)
+	// the server listens on too, for mirrors on this host that dial
+	// UnixPrefix+Unix: they are served over that stream only
+	// (source_unix.go).
+	Unix      string
 	Multicast netip.AddrPort // --multicast GROUP:PORT (invalid: none)
 	UDPPort   int            // --udp PORT for unicast mirrors (0: none)
 	Iface     netip.Addr     // --iface: interface address for multicast
@@ -94,7 +99,9 @@ const AdaptiveLinger = 50 * time.Microsecond
 type Server struct {
 	cfg     ServerConfig
 	ring    *shm.Ring
-	ln      net.Listener
+	ln      net.Listener // the TCP control listener
+	unix    *net.UnixListener
+	accept  net.Listener // what Serve accepts from: ln, or ln and unix (fanIn)
 	udp     Transport
 	session uint8        // the version-1 session byte: sess.ID's low byte
 	sess    wire.Session // this incarnation (SESSION frames)
@@ -271,13 +278,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		ring.Close()
 		return nil, fmt.Errorf("replica: %w", err)
 	}
-	if s.ln, err = net.Listen("tcp", cfg.Bind); err != nil {
+	if err := s.listen(); err != nil {
 		s.relay.Close()
 		ring.Close()
-		return nil, fmt.Errorf("replica: listen %s: %w", cfg.Bind, err)
+		return nil, err
 	}
 	if err := s.openDatagrams(); err != nil {
-		s.ln.Close()
+		s.accept.Close()
 		s.relay.Close()
 		ring.Close()
 		return nil, err
@@ -309,6 +316,15 @@ func (s *Server) openDatagrams() error {
 
 // Addr is the TCP control address.
 func (s *Server) Addr() netip.AddrPort { return s.ln.Addr().(*net.TCPAddr).AddrPort() }
+
+// UnixAddr is the Unix socket path mirrors on this host may dial (after
+// UnixPrefix); "" without ServerConfig.Unix.
+func (s *Server) UnixAddr() string {
+	if s.unix == nil {
+		return ""
+	}
+	return s.unix.Addr().String()
+}
 
 // Session is this source incarnation's session byte.
 func (s *Server) Session() uint8 { return s.session }
@@ -348,7 +364,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer context.AfterFunc(run, stopAccept)()
 	go func() {
 		<-accept.Done()
-		s.ln.Close()
+		s.accept.Close()
 	}()
 	replaced := make(chan struct{})
 	sn := newSender(s) // before Handoff or a graceful stop may look for it
@@ -376,7 +392,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	// or a Close that ends the accept loop would wait forever.
 	defer func() { cancel(); s.wg.Wait() }()
 	for failed := 0; ; {
-		c, err := s.ln.Accept()
+		c, err := s.accept.Accept()
 		if err != nil {
 			select {
 			case <-replaced:
@@ -397,6 +413,10 @@ func (s *Server) Serve(ctx context.Context) error {
 			return fmt.Errorf("replica: accept: %w", err)
 		}
 		failed = 0
+		if c, err = outOfPoller(c); err != nil {
+			s.refuse(c, err)
+			continue
+		}
 		peer := peerAddr(c)
 		if err := s.admit(c, peer); err != nil {
 			s.refuse(c, err)
@@ -457,7 +477,7 @@ func (s *Server) Close() error {
 		// before they close under it.
 		s.cfg.Loop.remove(lm)
 	}
-	s.ln.Close()
+	s.accept.Close()
 	s.tele.close()
 	s.closeSessions()
 	if s.udp != nil {

@@ -238,6 +238,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	}
 	b := make([]byte, 0, 3*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize+wire.SessionSize)
 	mc, udp := s.datagramsFor(hello, ss.token)
+	udp = udp && ss.peer.IsValid() // a Unix socket's peer has no address to send to
 	if udp && !mc.Unicast() && s.cfg.WideMulticast && !ss.wide && s.keyed == nil {
 		udp = false // it could not parse the group's datagrams: TCP carries them
 	}

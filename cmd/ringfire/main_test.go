@@ -138,6 +138,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"mirror", "127.0.0.1:7400", ring, "--duration", "-1s"}, "--duration -1s"},
 		{[]string{"mirror", "nohost", ring}, `SOURCE "nohost"`},
 		{[]string{"mirror", "h:0", ring}, `port "0"`},
+		{[]string{"mirror", "unix:", ring}, `SOURCE "unix:": no socket path`},
+		{[]string{"mirror", "unix:/" + strings.Repeat("s", 120), ring}, "a Unix socket's holds at most 107"},
+		{[]string{"mirror", "unix:/run/a.sock", ring, "--unicast"}, "--unicast: the Unix socket unix:/run/a.sock carries no datagrams"},
+		{[]string{"mirror", "unix:/run/a.sock", ring, "--xdp", "eth0"}, "--xdp/--transport: the Unix socket"},
+		{[]string{"serve", ring, "--unix", "@"}, `--unix "@": no socket path`},
+		{[]string{"serve", ring, "--unix", "/" + strings.Repeat("s", 120)}, "--unix"},
 	}
 	for _, tt := range tests {
 		_, _, err := runCmd(t, tt.args...)

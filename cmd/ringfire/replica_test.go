@@ -62,11 +62,13 @@ func TestServeMirrorCommands(t *testing.T) {
 		serve, mirr []string
 		transport   string
 		keyed       bool // both ends get a fresh key (ringfire keygen) and --encrypt
+		unix        bool // serve --unix; the mirror, on the source host, dials unix:PATH
 	}{
-		{"tcp", nil, []string{"--tcp"}, "tcp", false},
-		{"multicast", []string{"--multicast", "239.255.0.1:7401"}, nil, "udp multicast", false},
-		{"unicast", []string{"--udp", "7403", "--dup", "2"}, []string{"--unicast"}, "udp unicast", false},
-		{"keyed unicast", []string{"--udp", "7403"}, []string{"--unicast"}, "udp unicast", true},
+		{"unix", nil, nil, "unix", false, true},
+		{"tcp", nil, []string{"--tcp"}, "tcp", false, false},
+		{"multicast", []string{"--multicast", "239.255.0.1:7401"}, nil, "udp multicast", false, false},
+		{"unicast", []string{"--udp", "7403", "--dup", "2"}, []string{"--unicast"}, "udp unicast", false, false},
+		{"keyed unicast", []string{"--udp", "7403"}, []string{"--unicast"}, "udp unicast", true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := netns.NewPair(t)
@@ -80,9 +82,15 @@ func TestServeMirrorCommands(t *testing.T) {
 			}
 			mustRun(t, "gen", src, "--count", "20000", "--size", "56", "--capacity", "65536")
 			bind := p.AAddr.String() + ":7400"
+			source, mns, miface := bind, p.B, p.BAddr.String()
+			if tc.unix {
+				sock := filepath.Join(dir, "s.sock")
+				tc.serve = append(tc.serve, "--unix", sock)
+				source, mns, miface = "unix:"+sock, p.A, p.AAddr.String()
+			}
 			sdone, sout, serr := runIn(p.A, append([]string{"serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "3s"}, tc.serve...)...)
-			waitListening(t, p.A, bind)
-			mdone, mout, merr := runIn(p.B, append([]string{"mirror", bind, dst, "--from", "oldest", "--iface", p.BAddr.String(), "--duration", "2s"}, tc.mirr...)...)
+			waitListening(t, p.A, bind) // the Unix socket listens before the TCP one
+			mdone, mout, merr := runIn(mns, append([]string{"mirror", source, dst, "--from", "oldest", "--iface", miface, "--duration", "2s"}, tc.mirr...)...)
 			waitDone(t, mdone, "mirror")
 			waitDone(t, sdone, "serve")
 			if *merr != nil || *serr != nil {

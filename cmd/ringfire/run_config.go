@@ -260,12 +260,13 @@ func (c *runConfig) checkLoop() error {
 	return nil
 }
 
-// checkPorts refuses two [[serve]] tables on one TCP address or one UDP
-// port: the second could never start (the kernel refuses the address,
+// checkPorts refuses two [[serve]] tables on one TCP address, one Unix
+// socket or one UDP port: the second could never start (the kernel refuses the address,
 // an interface's AF_XDP transports steer by port).
 func (c *runConfig) checkPorts() error {
 	binds := map[string]int{}
 	ports := map[string]int{}
+	socks := map[string]int{}
 	for i := range c.tables {
 		t := &c.tables[i]
 		if t.kind != "serve" {
@@ -277,6 +278,11 @@ func (c *runConfig) checkPorts() error {
 			switch kv.key {
 			case "bind":
 				bind, bindLine = kv.text, kv.line
+			case "unix":
+				if at, dup := socks[kv.text]; dup {
+					return t.errorf(kv.line, kv.key, "%s is another [[serve]]'s socket already (line %d): each served ring needs its own", kv.text, at)
+				}
+				socks[kv.text] = kv.line
 			case "udp":
 				port = kv.text
 			case "multicast":

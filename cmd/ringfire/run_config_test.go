@@ -35,6 +35,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"syntax", "[[serve]]\nring = \"/dev/shm/a\"\nudp = = 1\n", `:3: unexpected character`},
 		{"array value", "[[serve]]\nring = \"/dev/shm/a\"\nudp = [1, 2]\n", `:3: key "udp": want a string, an integer, a float or a boolean, got an array`},
 		{"same udp port", "[[serve]]\nring = \"/dev/shm/a\"\nbind = \":7400\"\nudp = 7403\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nmulticast = \"239.1.1.1:7403\"\n", `:8: key "multicast": UDP port 7403 is another [[serve]]'s already (line 4)`},
+		{"same unix socket", "[[serve]]\nring = \"/dev/shm/a\"\nunix = \"/run/a.sock\"\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nunix = \"/run/a.sock\"\n", `:7: key "unix": /run/a.sock is another [[serve]]'s socket already (line 3)`},
 		{"same bind", "[[serve]]\nring = \"/dev/shm/a\"\n[[serve]]\nring = \"/dev/shm/b\"\n", `:3: key "bind": 0.0.0.0:7400 is another [[serve]]'s already (line 1)`},
 		{"empty", "# nothing\n", `the file has no [[serve]] or [[mirror]] table`},
 		{"log format", "log-format = \"xml\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `--log-format "xml"`},

@@ -16,7 +16,8 @@ import (
 )
 
 const serveHelp = `Serve maps the ring at PATH read-only and serves it to mirrors. Every mirror
-connects to --bind over TCP (handshake, history, NAK repair). Records then
+connects to --bind over TCP (handshake, history, NAK repair), or, on this
+host, to the Unix socket --unix PATH (everything over it). Records then
 travel over TCP, or as UDP datagrams: to a multicast group (--multicast, one
 datagram for all mirrors of a LAN) or by unicast to mirrors that punch to
 --udp PORT (other sites, clouds, NAT). Lost datagrams are repaired from the
@@ -31,14 +32,15 @@ table of mirrors (/mirrors, read by "ringfire mirrors ADDR"), on loopback
 unless ADDR names a host.`
 
 type serveFlags struct {
-	bind, multicast, iface string
-	ttl, udp, dup, mtu     int
-	batch, lingerUS        int
-	wideMulticast          bool
-	xdp                    xdpFlags
-	wait                   waitFlags
-	limits                 limitFlags
-	key                    keyFlags
+	bind, unix, multicast string
+	iface                 string
+	ttl, udp, dup, mtu    int
+	batch, lingerUS       int
+	wideMulticast         bool
+	xdp                   xdpFlags
+	wait                  waitFlags
+	limits                limitFlags
+	key                   keyFlags
 }
 
 // addServeFlags registers the flags that describe how one ring is served:
@@ -46,6 +48,7 @@ type serveFlags struct {
 func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	f := new(serveFlags)
 	fs.StringVar(&f.bind, "bind", "0.0.0.0:7400", "TCP control `address` mirrors connect to")
+	fs.StringVar(&f.unix, "unix", "", "also listen on this Unix socket `path` (@name: abstract) for mirrors on this host (mirror unix:PATH)")
 	fs.StringVar(&f.multicast, "multicast", "", "send datagrams to this multicast `group:port`")
 	fs.StringVar(&f.iface, "iface", "", "interface (`address` or name) multicast leaves by")
 	fs.IntVar(&f.ttl, "ttl", 1, "multicast TTL")
@@ -109,8 +112,28 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}, func(st replica.ServerStats) { printServerStats(stdout, st, asJSON) })
 }
 
+// sunPathMax is the longest Unix socket path a sockaddr_un holds (108
+// bytes with the terminating NUL).
+const sunPathMax = 107
+
+// checkSocketPath checks a Unix socket path p given as value of what.
+func checkSocketPath(what, value, p string) error {
+	switch {
+	case p == "" || p == "@":
+		return usagef("%s %q: no socket path", what, value)
+	case len(p) > sunPathMax:
+		return usagef("%s %q: the path is %d bytes, a Unix socket's holds at most %d", what, value, len(p), sunPathMax)
+	}
+	return nil
+}
+
 func (f *serveFlags) config(path string, log *slog.Logger) (replica.ServerConfig, error) {
-	cfg := replica.ServerConfig{Ring: path, Bind: f.bind, TTL: f.ttl, UDPPort: f.udp, Dup: f.dup,
+	if f.unix != "" {
+		if err := checkSocketPath("--unix", f.unix, f.unix); err != nil {
+			return replica.ServerConfig{}, err
+		}
+	}
+	cfg := replica.ServerConfig{Ring: path, Bind: f.bind, Unix: f.unix, TTL: f.ttl, UDPPort: f.udp, Dup: f.dup,
 		MTU: f.mtu, Batch: f.batch, Linger: time.Duration(f.lingerUS) * time.Microsecond,
 		Events: func(e replica.Event) { logEvent(log, e) }}
 	if f.lingerUS < 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
@@ -46,6 +47,14 @@ func (f *mirrorFlags) unit(source, path string, log *slog.Logger, published func
 	tc, err := f.xdp.check()
 	if err != nil {
 		return nil, err
+	}
+	if strings.HasPrefix(source, replica.UnixPrefix) {
+		switch {
+		case f.unicast:
+			return nil, usagef("--unicast: the Unix socket %s carries no datagrams", source)
+		case f.xdp.bypass():
+			return nil, usagef("--xdp/--transport: the Unix socket %s carries no datagrams", source)
+		}
 	}
 	f.xdp.busyPollFor(&tc, mode)
 	xo := newOpener(tc, &f.xdp, log)

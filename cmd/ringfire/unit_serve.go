@@ -52,7 +52,7 @@ func (u *serveUnit) run(ctx context.Context, started func(context.Context, *repl
 		if err != nil || srv == nil {
 			return err
 		}
-		u.log.Info("serving", "ring", u.path, "bind", srv.Addr(), "multicast", u.cfg.Multicast, "udp", u.cfg.UDPPort, "session", srv.Session())
+		u.log.Info("serving", "ring", u.path, "bind", srv.Addr(), "unix", srv.UnixAddr(), "multicast", u.cfg.Multicast, "udp", u.cfg.UDPPort, "session", srv.Session())
 		sctx, stop := context.WithCancel(ctx)
 		if started != nil {
 			started(sctx, srv)

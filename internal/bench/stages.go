@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -25,24 +26,18 @@ const stageRate = 20_000
 // all four at once; then each mirror path alone, with only its own
 // endpoints running (what a host that carries just that path sees: on two
 // cores, the five busy threads of all four at once share the CPUs); then all
-// four at once again with each host's endpoints on one replica.Loop (two
-// hot loops instead of four); then the floor of all four at once
+// four at once again with the same-host mirror on the source's Unix socket
+// instead of TCP; all four at once with each host's endpoints on one
+// replica.Loop (two hot loops instead of four), on TCP and on the Unix
+// socket; then the floor of all four at once
 // (stagesFloor). With acks it times the source's Wait for its two mirrors
 // after the first (waitAcks).
 func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
 	defer r.reset()
 	at := fmt.Sprintf(" at %s/s", fmtSI(float64(rate)))
-	e, err := r.stageEnds(tr, size, allPaths, false)
+	out, e, err := r.allAtOnce(tr, size, d, rate, false, false, at)
 	if err != nil {
-		return nil, err
-	}
-	hs, err := r.measure(e.src, e.readers, d, rate)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Latency, len(hs))
-	for i, h := range hs {
-		out[i] = Latency{Name: e.names[i] + at, Lat: h.percentiles()}
+		return out, err
 	}
 	lost := e.reconnects()
 	if acks {
@@ -52,7 +47,7 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 	}
 	for _, path := range []stagePath{pathSame, pathRemote, pathHub} {
 		r.reset()
-		e, err := r.stageEnds(tr, size, path, false)
+		e, err := r.stageEnds(tr, size, path, false, false)
 		if err != nil {
 			return out, errors.Join(lost, err)
 		}
@@ -64,21 +59,52 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 		out = append(out, Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].percentiles()})
 		lost = errors.Join(lost, e.reconnects())
 	}
-	r.reset()
-	e, err = r.stageEnds(tr, size, allPaths, true)
-	if err != nil {
-		return out, errors.Join(lost, err)
+	for _, set := range []struct{ loops, unixSame bool }{{false, true}, {true, false}, {true, true}} {
+		r.reset()
+		ls, e, err := r.allAtOnce(tr, size, d, rate, set.loops, set.unixSame, at)
+		out = append(out, ls...)
+		if err != nil {
+			return out, errors.Join(lost, err)
+		}
+		lost = errors.Join(lost, e.reconnects())
 	}
-	if hs, err = r.measure(e.src, e.readers[1:], d, rate); err != nil {
-		return out, errors.Join(lost, err)
-	}
-	for i, h := range hs {
-		out = append(out, Latency{Name: e.names[i+1] + ", one Loop per host," + at, Lat: h.percentiles()})
-	}
-	lost = errors.Join(lost, e.reconnects())
 	r.reset()
 	floor, err := r.stagesFloor(size, d, rate)
 	return append(out, floor...), errors.Join(lost, err)
+}
+
+// allAtOnce measures every path at once, with a thread per endpoint or a
+// Loop per host, the same-host mirror on TCP or on the source's Unix
+// socket; the source host's own reader only in the first set (thread per
+// endpoint, TCP), whose row names carry no set.
+func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, unixSame bool, at string) ([]Latency, *stageEnds, error) {
+	e, err := r.stageEnds(tr, size, allPaths, loops, unixSame)
+	if err != nil {
+		return nil, nil, err
+	}
+	again := loops || unixSame // not the first set
+	readers, names := e.readers, e.names
+	if again {
+		readers, names = readers[1:], names[1:]
+	}
+	hs, err := r.measure(e.src, readers, d, rate)
+	if err != nil {
+		return nil, nil, err
+	}
+	set := ""
+	switch {
+	case loops && unixSame:
+		set = ", one Loop per host, same host on unix,"
+	case loops:
+		set = ", one Loop per host,"
+	case unixSame:
+		set = ", same host on unix,"
+	}
+	out := make([]Latency, len(hs))
+	for i, h := range hs {
+		out[i] = Latency{Name: names[i] + set + at, Lat: h.percentiles()}
+	}
+	return out, e, nil
 }
 
 // hostLoops are, with loops, a running replica.Loop for each host (nil,
@@ -131,14 +157,19 @@ type stageEnds struct {
 }
 
 // stageEnds starts the source and the mirrors of paths (the hub's remote
-// mirror unread unless pathRemote is set too).
-func (r *rig) stageEnds(tr string, size int, paths stagePath, loops bool) (*stageEnds, error) {
+// mirror unread unless pathRemote is set too); with unixSame the same-host
+// mirror dials the source's Unix socket instead of its TCP address.
+func (r *rig) stageEnds(tr string, size int, paths stagePath, loops, unixSame bool) (*stageEnds, error) {
 	p := r.pair
 	onA, onB, err := r.hostLoops(loops)
 	if err != nil {
 		return nil, err
 	}
-	src, err := r.newSource(p.A, p.AAddr, "S", size, 1<<16, tr, 0, func(c *replica.ServerConfig) { c.Loop = onA })
+	sock := ""
+	if unixSame {
+		sock = filepath.Join(r.dir, "S.sock")
+	}
+	src, err := r.newSource(p.A, p.AAddr, "S", size, 1<<16, tr, 0, func(c *replica.ServerConfig) { c.Loop, c.Unix = onA, sock })
 	if err != nil {
 		return nil, err
 	}
@@ -155,11 +186,17 @@ func (r *rig) stageEnds(tr string, size int, paths stagePath, loops bool) (*stag
 		e.readers, e.names, e.mirrors = append(e.readers, m.rd), append(e.names, name), append(e.mirrors, m)
 	}
 	if paths&pathSame != 0 {
-		same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", "tcp", 0, func(c *replica.MirrorConfig) { c.Loop = onA })
+		over := "tcp"
+		same, err := r.newMirror(p.A, p.AAddr, src, "S-same-host", over, 0, func(c *replica.MirrorConfig) {
+			c.Loop = onA
+			if unixSame {
+				c.Source, over = replica.UnixPrefix+sock, "unix"
+			}
+		})
 		if err != nil {
 			return nil, err
 		}
-		add(same, "mirror, same host (tcp)")
+		add(same, "mirror, same host ("+over+")")
 	}
 	if paths&(pathRemote|pathHub) == 0 {
 		return e, nil
