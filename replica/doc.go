@@ -148,7 +148,11 @@
 //     record. The socket also leaves Go's poller (rawConn: duplicated, the
 //     net.TCPConn closed), so no frame wakes the runtime's epoll thread;
 //     the status writer and the NAKs write on the rawConn, which waits
-//     in ppoll for room.
+//     in ppoll for room. A mirror of a source's Unix socket
+//     (ServerConfig.Unix, Source "unix:PATH") is such a mirror, and the
+//     source's side of a Unix session is a rawConn from its accept on
+//     (source_unix.go): a Unix stream wakes its writer's epoll set for
+//     every frame the reader takes.
 //   - the status writer, when the source takes telemetry: an idle.Relay
 //     parked in the netpoller on an eventfd, which the run loop kicks
 //     after it put a STATUS in a one-slot channel (the newest STATUS
