@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -219,4 +220,51 @@ func TestUnixMirrorRefusesDatagrams(t *testing.T) {
 	if err := m.Connect(ctx); !errors.Is(err, wire.ErrMalformed) {
 		t.Fatalf("Connect to a Unix source offering datagrams: %v, want ErrMalformed", err)
 	}
+}
+
+// Hostile peers on the Unix socket: a frame that breaks the protocol ends
+// the session (BadFrames), and a peer that never reads is cut off once
+// the socket is full and a write has waited its timeout, while a mirror on
+// the other host keeps up throughout.
+func TestUnixHostilePeers(t *testing.T) {
+	p, src := pairSource(t, 1<<16)
+	path := unixSocket(t)
+	var ended atomic.Int32
+	srv := src.serve(replica.ServerConfig{Unix: path, Events: func(e replica.Event) {
+		if e.Kind == replica.EventDisconnected && e.Err != nil {
+			ended.Add(1)
+		}
+	}})
+	junk, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer junk.Close()
+	biHandshake(t, junk, 0)
+	if _, err := junk.Write(wire.AppendNak(nil, 9, 3)); err != nil { // last before first
+		t.Fatal(err)
+	}
+	biExpectClosed(t, junk)
+	waitUntil(t, 5*time.Second, "the bad frame counted", func() bool { return srv.Stats().BadFrames >= 1 })
+
+	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{TCPOnly: true, From: fromOldest}, nil)
+	mr.connected()
+	stuck, err := net.Dial("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	biHandshake(t, stuck, 0) // then never reads
+	ended.Store(0)
+	for range 40 { // 400,000 records: more than the socket holds
+		src.push(10000)
+		mr.waitFor(src.w.Next()-1, 10*time.Second)
+	}
+	waitUntil(t, 30*time.Second, "the peer that never reads cut off", func() bool { return ended.Load() >= 1 })
+	src.push(1000)
+	last := src.w.Next() - 1
+	st := mr.waitFor(last, 10*time.Second)
+	oneConnection(t, st)
+	mr.close()
+	sameSlots(t, src.path, mr.path, 1) // what the ring still holds
 }
