@@ -221,14 +221,16 @@ func (sn *sender) send(now time.Time, nf int, dests []dest) {
 	// behind a datagram of this batch while the batch is still going out,
 	// and a NAK is checked against what was sent.
 	storeMax(&s.lastSent, sn.next-1)
-	// Count the records and frames before sending too: a mirror may have
-	// them (and someone read Stats) before SendBatch returns.
+	// Count the records, frames and datagrams before sending too: a
+	// mirror may have them (and someone read Stats) before SendBatch
+	// returns. Datagrams not sent are taken off again after it.
 	s.st.records.Add(sn.count)
 	s.st.frames.Add(uint64(nf))
+	s.st.datagrams.Add(uint64(len(sn.msgs)))
 	trace.Stamp(trace.Sending, sn.next-1)
 	n, err := s.udp.SendBatch(sn.msgs)
 	s.st.syscalls.Add(uint64((len(sn.msgs) + 63) / 64))
-	s.st.datagrams.Add(uint64(n))
+	sn.unsent(n)
 	if errors.Is(err, unix.EMSGSIZE) && sn.mtu > MinMTU {
 		s.st.records.Add(-sn.count) // not sent after all: they go again in smaller frames
 		s.st.frames.Add(-uint64(nf))
@@ -239,6 +241,14 @@ func (sn *sender) send(now time.Time, nf int, dests []dest) {
 	trace.Stamp(trace.Sent, sn.next-1)
 	storeMax(&s.sentDone, sn.next-1)
 	sn.lastFlush, sn.lastSend, sn.hbEvery = now, now, udpHeartbeat
+}
+
+// unsent takes off the datagrams counted for sn.msgs that SendBatch did
+// not send (it sent n).
+func (sn *sender) unsent(n int) {
+	if n < len(sn.msgs) {
+		sn.s.st.datagrams.Add(-uint64(len(sn.msgs) - n))
+	}
 }
 
 // appendDests adds datagram b for the group and every destination. A
@@ -273,9 +283,10 @@ func (sn *sender) heartbeat(now time.Time, dests []dest) {
 	s := sn.s
 	wire.Header{Kind: wire.KindHeartbeat, Flags: s.session, Seq: s.lastSent.Load()}.Put(sn.hb[:wire.HeaderSize])
 	sn.msgs = sn.appendDests(sn.msgs[:0], s.seal(sn.hb[:wire.HeaderSize], sn.wide), dests)
+	s.st.heartbeats.Add(1) // counted before it goes, as send counts
+	s.st.datagrams.Add(uint64(len(sn.msgs)))
 	n, _ := s.udp.SendBatch(sn.msgs)
-	s.st.heartbeats.Add(1)
-	s.st.datagrams.Add(uint64(n))
+	sn.unsent(n)
 	sn.beat(now)
 }
 

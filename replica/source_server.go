@@ -201,12 +201,12 @@ type Server struct {
 // serverCounters are ServerStats' counters. Each is only ever Added to, by
 // the goroutine that did what it counts (the sender, whichever goroutine
 // runs its round: frames, datagrams, records, syscalls, skipped, UDP
-// heartbeats; Handoff: handoffs; a session's reader or
-// writer: TCP frames and records, NAK answers, gaps, TCP heartbeats;
-// serveConn: badConn; Serve: refused, acceptErrors; punchLoop: badPunch,
-// badDgram), and Loaded by
-// Stats. They publish nothing but their count: no code orders other
-// memory by them.
+// heartbeats, all but syscalls and skipped counted as the send call
+// begins and the datagrams it did not send taken off after it; Handoff:
+// handoffs; a session's reader or writer: TCP frames and records, NAK
+// answers, gaps, TCP heartbeats; serveConn: badConn; Serve: refused,
+// acceptErrors; punchLoop: badPunch, badDgram), and Loaded by Stats. They
+// publish nothing but their count: no code orders other memory by them.
 type serverCounters struct {
 	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
 	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64

@@ -54,7 +54,7 @@ type ServerStats struct {
 	Transport string // datagram transport: "udp", "xdp", ...; "" for TCP only
 	Mirrors   int    // mirrors connected now
 	Frames    uint64 // DATA frames sent (UDP frames count once, whatever the fan-out)
-	Datagrams uint64 // datagrams sent (every destination, every --dup copy)
+	Datagrams uint64 // datagrams sent (every destination, every --dup copy; counted as the send call begins)
 	Records   uint64 // records sent in DATA frames over UDP
 	TCPFrames uint64 // DATA frames sent over TCP (streams, catch-up, NAK answers)
 	TCPRecord uint64 // records sent over TCP
