@@ -13,6 +13,11 @@
 //	Adaptive  Spin for SpinFor (none by default) after the last work, then Yield until
 //	          YieldFor, then Block (the default)
 //
+// A Yield or Adaptive loop whose rounds keep finding work also yields once
+// every BusyYieldEvery (Idler.Busy), so that a loop with work never holds
+// its CPU for a whole scheduler slice while another loop on that CPU waits
+// with work of its own.
+//
 // Who wakes whom:
 //
 //	data on a descriptor ──(kernel)──▶ ppoll returns in the parked loop

@@ -218,3 +218,36 @@ func TestLockThreadAddsProc(t *testing.T) {
 		t.Errorf("GOMAXPROCS %d after, want %d", got, before)
 	}
 }
+
+// A yielding loop whose rounds all find work yields once every
+// BusyYieldEvery; a fruitless round (which gives the CPU up) starts the
+// count again; a spinning or blocking loop never yields for work.
+func TestBusyYield(t *testing.T) {
+	for _, m := range []Mode{Spin, Yield, Adaptive, Block} {
+		d := NewIdler(Strategy{Mode: m}, nil)
+		now := time.Unix(0, 0)
+		d.now = func() time.Time { return now }
+		step := BusyYieldEvery / 4
+		for range 4 * 10 { // 10 × BusyYieldEvery of work
+			d.Busy()
+			now = now.Add(step)
+		}
+		want := uint64(0)
+		if m == Yield || m == Adaptive {
+			want = 8 // from the first busy round: every fifth one
+		}
+		if got := d.Stats().BusyYields; got != want {
+			t.Errorf("%v: %d busy yields in 10 × BusyYieldEvery, want %d", m, got, want)
+		}
+		before := d.Stats().BusyYields
+		for range 3 { // under BusyYieldEvery, each time, with a fruitless round between
+			d.Busy()
+			now = now.Add(3 * step)
+			d.Busy()
+			d.Idle(0)
+		}
+		if got := d.Stats().BusyYields - before; got != 0 {
+			t.Errorf("%v: %d busy yields when fruitless rounds came every %v", m, got, 3*step)
+		}
+	}
+}
