@@ -39,7 +39,7 @@ func NewLoopTurner(l *Loop) *LoopTurner { return &LoopTurner{l: l} }
 
 // Turn runs one turn and reports whether a member found work.
 func (t *LoopTurner) Turn() bool {
-	busy, _ := t.l.turn(&t.watched)
+	busy, _, _ := t.l.turn(&t.watched)
 	return busy
 }
 

@@ -142,9 +142,9 @@ func (l *Loop) Run(ctx context.Context) error {
 	var watched *[]member
 	for ctx.Err() == nil {
 		l.idler.Round()
-		busy, d := l.turn(&watched)
+		busy, d, now := l.turn(&watched)
 		if busy {
-			l.idler.Busy()
+			l.idler.Busy(now)
 			continue
 		}
 		l.idler.Idle(d)
@@ -158,9 +158,10 @@ func (l *Loop) Run(ctx context.Context) error {
 
 // turn polls every member once (under turnMu), pointing the Idler at a
 // changed set first (watched is the set it watches). It reports whether
-// a member found work and, if none did, the longest the loop may sleep.
-// Allocation-free unless the set changed.
-func (l *Loop) turn(watched **[]member) (busy bool, d time.Duration) {
+// a member found work and, if none did, the longest the loop may sleep,
+// and the time it read as it began. Allocation-free unless the set
+// changed.
+func (l *Loop) turn(watched **[]member) (busy bool, d time.Duration, now time.Time) {
 	l.turnMu.Lock()
 	defer l.turnMu.Unlock()
 	set := l.set.Load()
@@ -168,7 +169,7 @@ func (l *Loop) turn(watched **[]member) (busy bool, d time.Duration) {
 		l.watch(*set)
 		*watched = set
 	}
-	now := time.Now()
+	now = time.Now()
 	for _, m := range *set {
 		if m.turn(now) {
 			busy = true
@@ -177,13 +178,13 @@ func (l *Loop) turn(watched **[]member) (busy bool, d time.Duration) {
 	l.turns.Add(1)
 	if busy {
 		l.busy.Add(1)
-		return true, 0
+		return true, 0, now
 	}
 	d = idleBound
 	for _, m := range *set {
 		d = min(d, m.due(now))
 	}
-	return false, max(d, time.Microsecond)
+	return false, max(d, time.Microsecond), now
 }
 
 // watch points the Idler at the descriptors of set and remembers the

@@ -102,7 +102,7 @@ func (m *Mirror) idleRound(c *conn) error {
 	}
 	now := time.Now()
 	if n > 0 {
-		m.idler.Busy()
+		m.idler.Busy(now)
 		m.dirty = true
 		return nil
 	}

@@ -49,13 +49,6 @@ func (ss *session) directConn() {
 	if err != nil {
 		return
 	}
-	if !ss.peer.IsValid() {
-		// A Unix stream: what is in flight counts against the sender's
-		// buffer (the receiver's is not used), so the source's holds a
-		// burst while the mirror is busy, as a TCP mirror's receive
-		// buffer does (directRcvBuf).
-		rc.Control(func(fd uintptr) { setBuffer(int(fd), unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, directRcvBuf) })
-	}
 	ss.rawc = rc
 	ss.rawWrite = func(fd uintptr) bool {
 		for {

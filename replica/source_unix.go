@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // A source can also listen on a Unix domain socket (ServerConfig.Unix),
@@ -50,13 +52,14 @@ func unixPath(source string) string {
 // the abstract namespace (no file). The listener removes its file when it
 // closes.
 func listenUnix(path string) (*net.UnixListener, error) {
-	if path == "" || strings.HasPrefix(path, "@") {
-		return listenUnixAt(path)
+	addr := &net.UnixAddr{Name: path, Net: "unix"}
+	if strings.HasPrefix(path, "@") {
+		return net.ListenUnix("unix", addr)
 	}
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return listenUnixAt(path)
+		return net.ListenUnix("unix", addr)
 	case err != nil:
 		return nil, err
 	case fi.Mode().Type() != fs.ModeSocket:
@@ -73,15 +76,7 @@ func listenUnix(path string) (*net.UnixListener, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	return listenUnixAt(path)
-}
-
-func listenUnixAt(path string) (*net.UnixListener, error) {
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	return ln, nil
+	return net.ListenUnix("unix", addr)
 }
 
 // listen opens the Unix socket (ServerConfig.Unix, first: once the TCP
@@ -108,13 +103,16 @@ func (s *Server) listen() (err error) {
 // outOfPoller moves an accepted Unix connection out of Go's poller
 // (rawconn.go: there, each frame the mirror took would wake the runtime's
 // epoll thread); other connections stay as they are. On an error c is
-// still the connection to close.
+// still the connection to close. What a Unix stream has in flight counts
+// against the sender's buffer (the receiver's is not used), so the
+// source's asks for directRcvBuf: it holds a burst while the mirror is
+// busy, as a direct TCP mirror's receive buffer does.
 func outOfPoller(c net.Conn) (net.Conn, error) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
 		return c, nil
 	}
-	rc, err := detach(uc, nil)
+	rc, err := detach(uc, func(fd int) { setBuffer(fd, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, directRcvBuf) })
 	if err != nil {
 		return c, fmt.Errorf("replica: unix connection: %w", err)
 	}

@@ -95,7 +95,7 @@ func (e *dgramEnd) recv(deadline time.Time) error {
 		e.d.Round()
 		switch n, _, err := unix.Recvfrom(e.fd, e.buf, unix.MSG_DONTWAIT); {
 		case n > 0:
-			e.d.Busy()
+			e.d.Busy(time.Now())
 			return nil
 		case err != nil && !errors.Is(err, unix.EAGAIN):
 			return os.NewSyscallError("recvfrom", err)

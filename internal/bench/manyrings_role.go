@@ -193,7 +193,7 @@ func (pg *ringsPing) round(rings []int, first, record bool) error {
 			}
 		}
 		if found {
-			pg.d.Busy()
+			pg.d.Busy(time.Now())
 			continue
 		}
 		if polls%256 == 255 && time.Now().After(deadline) {
@@ -277,7 +277,7 @@ func ringsEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 			found = found || moved
 		}
 		if found {
-			d.Busy()
+			d.Busy(time.Now())
 			continue
 		}
 		d.Idle(0)

@@ -157,7 +157,7 @@ func TestAdaptivePhases(t *testing.T) {
 	if st := d.Stats(); st.Spins != 2 || st.Yields != 2 || st.Sleeps != 1 {
 		t.Fatalf("stats %+v: want 2 spins, 2 yields, 1 sleep", st)
 	}
-	d.Busy()
+	d.Busy(now)
 	step(time.Hour)
 	if st := d.Stats(); st.Spins != 3 {
 		t.Fatalf("stats %+v: after work, the first fruitless round spins", st)
@@ -226,10 +226,10 @@ func TestBusyYield(t *testing.T) {
 	for _, m := range []Mode{Spin, Yield, Adaptive, Block} {
 		d := NewIdler(Strategy{Mode: m}, nil)
 		now := time.Unix(0, 0)
-		d.now = func() time.Time { return now }
+		d.now = func() time.Time { return now } // Adaptive's phases in Idle
 		step := BusyYieldEvery / 4
 		for range 4 * 10 { // 10 × BusyYieldEvery of work
-			d.Busy()
+			d.Busy(now)
 			now = now.Add(step)
 		}
 		want := uint64(0)
@@ -241,9 +241,9 @@ func TestBusyYield(t *testing.T) {
 		}
 		before := d.Stats().BusyYields
 		for range 3 { // under BusyYieldEvery, each time, with a fruitless round between
-			d.Busy()
+			d.Busy(now)
 			now = now.Add(3 * step)
-			d.Busy()
+			d.Busy(now)
 			d.Idle(0)
 		}
 		if got := d.Stats().BusyYields - before; got != 0 {

@@ -28,7 +28,7 @@ type Stats struct {
 // BusyYieldEvery is how long a yielding loop (Yield, Adaptive) keeps its
 // CPU while every round finds work before it yields once. Without it, a
 // loop with work holds its CPU for the scheduler's whole slice (EEVDF's
-// base slice is 1.5 ms on two CPUs) while a loop sharing that CPU, whose
+// default base slice is 1.5 ms on two CPUs) while a loop sharing that CPU, whose
 // own yields have pushed its deadline away, waits with a record in hand:
 // with a Loop per host on two vCPUs at 200 k records/s the other host's
 // mirror saw p90 1.1–1.7 ms, and 56–113 µs with a yield every 20 µs of
@@ -86,15 +86,15 @@ func (d *Idler) Round() {
 	}
 }
 
-// Busy records that the round found work: the next fruitless round starts
+// Busy records that the round found work, at now (the time the loop read
+// for its round: Busy reads no clock): the next fruitless round starts
 // Adaptive's phases afresh. A yielding loop (Yield, Adaptive) that has
 // found work for BusyYieldEvery since it last gave up its CPU yields once.
-func (d *Idler) Busy() {
+func (d *Idler) Busy(now time.Time) {
 	d.since = time.Time{}
 	if d.s.Mode != Yield && d.s.Mode != Adaptive {
 		return
 	}
-	now := d.now()
 	switch {
 	case d.held.IsZero():
 		d.held = now

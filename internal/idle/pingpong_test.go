@@ -76,7 +76,7 @@ func (e *endpoint) recv() error {
 		e.d.Round()
 		n, _, err := unix.Recvfrom(e.fd, e.buf[:], unix.MSG_DONTWAIT)
 		if n > 0 {
-			e.d.Busy()
+			e.d.Busy(time.Now())
 			return nil
 		}
 		if err != nil && err != unix.EAGAIN {
