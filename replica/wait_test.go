@@ -209,6 +209,9 @@ func TestConnectThenRunWakesOnDatagram(t *testing.T) {
 	defer func() { cancel(); <-ran; m.Close() }()
 	src.push(1)
 	waitUntil(t, 5*time.Second, "the first record", func() bool { return m.Stats().Next == 2 })
+	// Until the mirror has punched, records come over TCP (its reader
+	// ends the sleep through the Waker): wait for its first datagram.
+	waitUntil(t, 5*time.Second, "a datagram at the mirror", func() bool { return m.Stats().Datagrams > 0 })
 	waitUntil(t, 5*time.Second, "the mirror parked", func() bool { return m.Stats().Wait.Sleeps > 0 })
 	before := m.Stats().Wait
 	src.push(1)
