@@ -32,7 +32,9 @@
 //     (Ring.Await with the shm strategy of ServerConfig.Wait: adaptive
 //     spins, then yields with sched_yield, then sleeps on the ring's futex,
 //     which the producer's publish wakes; block sleeps at once, yield never
-//     sleeps, spin never pauses), bounded by a deadline (the next datagram
+//     sleeps, spin never pauses; in adaptive and yield, a sender that has
+//     found records for idle.BusyYieldEvery without waiting yields once,
+//     as a Loop does: sender.hold), bounded by a deadline (the next datagram
 //     heartbeat: 1 ms after data, doubling while idle up to 128 ms; the
 //     linger of a pending frame; 200 ms without datagrams). It sends DATA and heartbeat datagrams through the
 //     Transport (kernel UDP waits for socket room in ppoll) and,

@@ -3,6 +3,8 @@ package replica_test
 import (
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/replica"
 )
 
 // A source with a datagram transport but no mirror taking datagrams (here
@@ -26,4 +28,38 @@ func TestSenderWithoutDatagramMirrorsWaits(t *testing.T) {
 	})
 	src.push(10)
 	wantAll(t, mr.waitFor(20, 10*time.Second), 20, "")
+}
+
+// A sender that keeps finding records without waiting yields its CPU once
+// every idle.BusyYieldEvery of that in the yielding modes (adaptive,
+// yield), and never in block: records pushed without pause keep a
+// multicast sender busy (bursts of 20,000, each fully mirrored before the
+// next).
+func TestSenderBusyYields(t *testing.T) {
+	for _, mode := range []replica.WaitMode{replica.WaitAdaptive, replica.WaitYield, replica.WaitBlock} {
+		t.Run(mode.String(), func(t *testing.T) {
+			p, src := pairSource(t, 1<<16)
+			scfg, mcfg := transportConfigs("multicast")
+			scfg.Wait = mode
+			srv := src.serve(scfg)
+			mcfg.From = fromOldest
+			mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+			pushed := 0
+			for pushed < 1_000_000 && srv.Stats().SenderBusyYields == 0 { // bursts the ring holds
+				src.push(20_000)
+				pushed += 20_000
+				wantAll(t, mr.waitFor(uint64(pushed), 20*time.Second), uint64(pushed), "")
+				if mode == replica.WaitBlock && pushed >= 200_000 {
+					break
+				}
+			}
+			got := srv.Stats().SenderBusyYields
+			switch {
+			case mode == replica.WaitBlock && got != 0:
+				t.Errorf("a blocking sender yielded %d times for work", got)
+			case mode != replica.WaitBlock && got == 0:
+				t.Errorf("no busy yield in %d records pushed without pause", pushed)
+			}
+		})
+	}
 }

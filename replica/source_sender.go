@@ -49,11 +49,17 @@ type sender struct {
 	hb        []byte        // a heartbeat datagram, with room for its seal
 	ws        shm.WaitStrategy
 	hand      handWait // the waits once records come by Handoff
+	// hold is how long the sender has found records without waiting
+	// (yielding modes only, held true): it yields every
+	// idle.BusyYieldEvery of that, as a Loop does.
+	hold idle.Hold
+	held bool
 }
 
 func newSender(s *Server) *sender {
 	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.lastSent.Load() + 1,
 		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: ringWait(s.cfg.Wait),
+		held:    s.cfg.Wait == WaitYield || s.cfg.Wait == WaitAdaptive,
 		hbEvery: udpHeartbeat, hb: make([]byte, wire.HeaderSize, wire.HeaderSize+max(auth.Overhead, wire.TrailerSize))}
 	for i := range sn.frames {
 		sn.frames[i] = make([]byte, 0, MaxMTU)
@@ -87,14 +93,16 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 			s.sendMu.Unlock()
 			return
 		}
+		now := time.Now()
 		if s.udp != nil {
-			target = sn.round(time.Now())
+			target = sn.round(now)
 		} else {
 			target = s.ring.WriteSeq() + 1
 		}
 		deadline = sn.deadline()
 		sn.hand.due.Store(deadline.UnixNano())
 		s.sendMu.Unlock()
+		sn.yieldIfHeld(now, target, handed)
 		if w := s.ring.WriteSeq(); w != seen {
 			if s.udp == nil {
 				trace.Stamp(trace.Picked, seen+1) // the TCP-only sender's round is this
@@ -113,6 +121,23 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 				sn.hand.sleep(d)
 			}
 		}
+	}
+}
+
+// yieldIfHeld keeps the sender's Hold after a round at now: a round that
+// leaves target already published (the wait below returns at once) is
+// busy, and a yielding sender that has been busy for idle.BusyYieldEvery
+// yields once; any other round waits, and so gives its CPU up (every
+// yielding mode's ring wait yields at its first poll: senderSpins is 0).
+func (sn *sender) yieldIfHeld(now time.Time, target uint64, handed bool) {
+	switch {
+	case !sn.held:
+	case !handed && sn.s.ring.WriteSeq() >= target:
+		if sn.hold.Busy(now) {
+			sn.s.senderBusyYields.Add(1)
+		}
+	default:
+		sn.hold.Gave()
 	}
 }
 

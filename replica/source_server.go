@@ -153,6 +153,9 @@ type Server struct {
 	// sends that carried records, senderWaits the sender's waits for the
 	// ring (Add; Stats loads them).
 	sessionKicks, directSends, senderWaits atomic.Uint64
+	// senderBusyYields: the sender's yields after idle.BusyYieldEvery
+	// of rounds with work (sender.yieldIfHeld writes, Add; Stats reads).
+	senderBusyYields atomic.Uint64
 	// afterDirectWrite, a test hook (export_test.go), is called by a
 	// direct send right after its write(2), before sendRange returns.
 	afterDirectWrite func()
@@ -502,7 +505,8 @@ func (s *Server) Stats() ServerStats {
 		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
 		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
 		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
-		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load()}
+		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load(),
+		SenderBusyYields: s.senderBusyYields.Load()}
 	if sn := s.sender.Load(); sn != nil {
 		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()
 	}

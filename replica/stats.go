@@ -77,6 +77,10 @@ type ServerStats struct {
 	// wake relay instead; SenderWaits the times the sender waited for
 	// the ring (an idle sender waits, it never spins on a past deadline).
 	DirectSends, SessionKicks, SenderWaits uint64
+	// SenderBusyYields counts the sender's sched_yield calls after it had
+	// found records for idle.BusyYieldEvery without waiting (adaptive and
+	// yield): a busy sender lets the loops that share its CPU run.
+	SenderBusyYields uint64
 	// HandedSleeps counts the sender's waits, among SenderWaits, once its
 	// records come by Handoff (a hub's: it no longer watches the ring, and
 	// sleeps until its next heartbeat); HandedWakeups the sleeps a Handoff

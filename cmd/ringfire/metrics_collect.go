@@ -84,6 +84,7 @@ func newCollector(set *unitSet) *collector {
 		{"direct_sends", "Sends a hot thread made itself on a parked TCP stream writer's connection.", func(s replica.ServerStats) uint64 { return s.DirectSends }},
 		{"session_kicks", "Wake-ups of the TCP session writers through the wake relay.", func(s replica.ServerStats) uint64 { return s.SessionKicks }},
 		{"sender_waits", "Times the sender waited (for the ring, or asleep once handed its records).", func(s replica.ServerStats) uint64 { return s.SenderWaits }},
+		{"sender_busy_yields", "Times the sender yielded its CPU after finding records for 20 µs without waiting.", func(s replica.ServerStats) uint64 { return s.SenderBusyYields }},
 		{"handed_sleeps", "A hub's sender's sleeps once its records come by hand-off (it no longer watches the ring).", func(s replica.ServerStats) uint64 { return s.HandedSleeps }},
 		{"handed_wakeups", "Sleeps of a hub's sender that a hand-off cut short (data brought the heartbeat nearer).", func(s replica.ServerStats) uint64 { return s.HandedWakeups }},
 		{"refused_connections", "Connections closed for a protocol error.", func(s replica.ServerStats) uint64 { return s.BadFrames }},

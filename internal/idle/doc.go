@@ -16,7 +16,8 @@
 // A Yield or Adaptive loop whose rounds keep finding work also yields once
 // every BusyYieldEvery (Idler.Busy), so that a loop with work never holds
 // its CPU for a whole scheduler slice while another loop on that CPU waits
-// with work of its own.
+// with work of its own. A loop that waits some other way (a server's
+// sender waits on its ring) keeps a Hold for the same.
 //
 // Who wakes whom:
 //

@@ -251,3 +251,21 @@ func TestBusyYield(t *testing.T) {
 		}
 	}
 }
+
+// A Hold yields, and says so, once its loop has been busy for
+// BusyYieldEvery; Gave starts the count again.
+func TestHold(t *testing.T) {
+	var h Hold
+	now := time.Unix(0, 0)
+	if h.Busy(now) || h.Busy(now.Add(BusyYieldEvery-1)) {
+		t.Fatal("yielded before BusyYieldEvery of work")
+	}
+	if !h.Busy(now.Add(BusyYieldEvery)) {
+		t.Fatal("no yield after BusyYieldEvery of work")
+	}
+	h.Busy(now)
+	h.Gave()
+	if h.Busy(now.Add(BusyYieldEvery)) || h.Yields() != 1 {
+		t.Fatalf("yielded after Gave started the count again (%d yields)", h.Yields())
+	}
+}

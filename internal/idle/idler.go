@@ -25,17 +25,6 @@ type Stats struct {
 	BusyYields uint64
 }
 
-// BusyYieldEvery is how long a yielding loop (Yield, Adaptive) keeps its
-// CPU while every round finds work before it yields once. Without it, a
-// loop with work holds its CPU for the scheduler's whole slice (EEVDF's
-// default base slice is 1.5 ms on two CPUs) while a loop sharing that CPU, whose
-// own yields have pushed its deadline away, waits with a record in hand:
-// with a Loop per host on two vCPUs at 200 k records/s the other host's
-// mirror saw p90 1.1–1.7 ms, and 56–113 µs with a yield every 20 µs of
-// work (three alternating pairs, 2026-12-04). A yield costs 0.6 µs when
-// nobody waits: under 3 % of a busy loop's time.
-const BusyYieldEvery = 20 * time.Microsecond
-
 // Idler is one loop's waiting state. It is used by that loop's goroutine
 // only.
 type Idler struct {
@@ -44,7 +33,7 @@ type Idler struct {
 	fds   []unix.PollFd // the loop's descriptors, then the waker's eventfd
 	gen   uint64        // w.gen at the last Round
 	since time.Time     // first fruitless poll since work (zero: working)
-	held  time.Time     // first busy round since the loop last gave up its CPU (zero: it just did)
+	hold  Hold          // how long the loop has held its CPU with work
 	now   func() time.Time
 	st    Stats
 	// onSleep, when set (OnSleep), is called before each ppoll.
@@ -92,26 +81,22 @@ func (d *Idler) Round() {
 // found work for BusyYieldEvery since it last gave up its CPU yields once.
 func (d *Idler) Busy(now time.Time) {
 	d.since = time.Time{}
-	if d.s.Mode != Yield && d.s.Mode != Adaptive {
-		return
-	}
-	switch {
-	case d.held.IsZero():
-		d.held = now
-	case now.Sub(d.held) >= BusyYieldEvery:
-		d.st.BusyYields++
-		schedYield()
-		d.held = time.Time{}
+	if d.s.Mode == Yield || d.s.Mode == Adaptive {
+		d.hold.Busy(now)
 	}
 }
 
 // Stats returns the counts so far.
-func (d *Idler) Stats() Stats { return d.st }
+func (d *Idler) Stats() Stats {
+	st := d.st
+	st.BusyYields = d.hold.Yields()
+	return st
+}
 
 // Idle waits once after a fruitless round, as the strategy says, never
 // longer than max (a sleep ends at max; max <= 0 never sleeps).
 func (d *Idler) Idle(max time.Duration) {
-	d.held = time.Time{} // it gives up its CPU now, or spins on fruitless polls
+	d.hold.Gave() // it gives up its CPU now, or spins on fruitless polls
 	switch d.phase() {
 	case Spin:
 		d.st.Spins++
