@@ -102,7 +102,6 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 		deadline = sn.deadline()
 		sn.hand.due.Store(deadline.UnixNano())
 		s.sendMu.Unlock()
-		sn.yieldIfHeld(now, target, handed)
 		if w := s.ring.WriteSeq(); w != seen {
 			if s.udp == nil {
 				trace.Stamp(trace.Picked, seen+1) // the TCP-only sender's round is this
@@ -111,6 +110,7 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 			s.wakeSessions()
 			s.wakeTelemetry()
 		}
+		sn.yieldIfHeld(now, target, handed) // after the sessions' direct sends
 		if d := time.Until(deadline); d > 0 {
 			switch {
 			case !handed:

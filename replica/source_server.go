@@ -11,89 +11,9 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
-	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
 	"github.com/ringfire/ringfire/shm"
 )
-
-// ServerConfig configures a source.
-type ServerConfig struct {
-	Ring string // path of the ring to serve (mapped read-only)
-	Bind string // TCP control address, host:port
-	// Unix, when set, is a Unix domain socket path (or "@name", abstract)
-	// the server listens on too, for mirrors on this host that dial
-	// UnixPrefix+Unix: they are served over that stream only
-	// (source_unix.go).
-	Unix      string
-	Multicast netip.AddrPort // --multicast GROUP:PORT (invalid: none)
-	UDPPort   int            // --udp PORT for unicast mirrors (0: none)
-	Iface     netip.Addr     // --iface: interface address for multicast
-	TTL       int            // multicast TTL (default 1)
-	Dup       int            // send every datagram this many times (default 1)
-	MTU       int            // datagram budget, header included (default 1472)
-	Batch     int            // at most this many records per frame (0: fill the MTU)
-	// Linger paces frames: a frame leaves when full, or at most once per
-	// Linger; a lone record coming more than Linger after the previous
-	// frame leaves at once. Negative: adaptive (50 µs); 0: no pacing.
-	Linger time.Duration
-	// Wait is how the datagram sender waits for records (WaitMode; default
-	// WaitAdaptive). Spin is WaitSpin.
-	Wait WaitMode
-	Spin bool
-	// Pin binds the sender's thread to a CPU.
-	Pin Pin
-	// Loop, when set, runs the sender on that Loop's thread, with the
-	// other servers and mirrors given it, instead of a thread of its own
-	// (Wait and Pin are then the Loop's).
-	Loop *Loop
-	// Transport carries the datagrams (default: NewTransport's).
-	Transport Transport
-	// NewTransport, when Transport is nil, opens the datagram transport
-	// from the kernel UDP settings the server would use (default: NewUDP).
-	// The server closes the transport.
-	NewTransport func(UDPConfig) (Transport, error)
-	// PunchTimeout is how long a unicast mirror has to punch before it is
-	// served over TCP instead (default 3 s).
-	PunchTimeout time.Duration
-	// Loopback delivers multicast to receivers on this host too.
-	Loopback bool
-	// Events, when set, is told about mirror connections (from the
-	// connection's goroutine) and lag warnings (from the telemetry
-	// goroutine); it must not block.
-	Events func(Event)
-	// NoTelemetry ignores HelloTelemetry: every mirror is served as a
-	// version-1 peer and sends no STATUS.
-	NoTelemetry bool
-	// MirrorRetention is how long a mirror that reported an identity and
-	// left stays in Mirrors (default DefaultMirrorRetention; negative:
-	// not at all).
-	MirrorRetention time.Duration
-	// MaxConns, MaxConnsPerAddr and MaxPending limit the TCP connections
-	// open at once: in all, from one address, and not live yet (in the
-	// handshake or the catch-up). A connection past a limit is closed at
-	// once and counted (ServerStats.Refused). 0: DefaultMaxConns,
-	// DefaultMaxConnsPerAddr, DefaultMaxPending; negative: no limit.
-	MaxConns, MaxConnsPerAddr, MaxPending int
-	// Key, when set, makes replication keyed: mirrors must hold the same
-	// secret (TLS on TCP with both ends authenticated by it, datagrams
-	// sealed with a key derived from it); every other peer is refused
-	// with an ERROR frame saying why. Encrypt, with a Key, also encrypts
-	// the datagrams' payloads (TCP is always encrypted under a key).
-	Key     *auth.Key
-	Encrypt bool
-	// WideMulticast makes the multicast datagrams carry the 64-bit
-	// session id (the wide session extension) after each frame; a
-	// version-1 mirror, which cannot parse them, is then served over TCP.
-	// Unicast mirrors that announce the extension get it anyway.
-	WideMulticast bool
-	// MirrorRows is the most mirrors that left kept in Mirrors, the
-	// longest gone forgotten first (default DefaultMirrorRows; negative:
-	// none).
-	MirrorRows int
-}
-
-// AdaptiveLinger is the linger of the adaptive pacing.
-const AdaptiveLinger = 50 * time.Microsecond
 
 // Server serves one ring to mirrors.
 type Server struct {
@@ -199,21 +119,6 @@ type Server struct {
 	sessionsDue atomic.Bool
 	// stop is the state of a graceful stop (source_stop.go).
 	stop stopState
-}
-
-// serverCounters are ServerStats' counters. Each is only ever Added to, by
-// the goroutine that did what it counts (the sender, whichever goroutine
-// runs its round: frames, datagrams, records, syscalls, skipped, UDP
-// heartbeats, all but syscalls and skipped counted as the send call
-// begins and the datagrams it did not send taken off after it; Handoff:
-// handoffs; a session's reader or writer: TCP frames and records, NAK
-// answers, gaps, TCP heartbeats; serveConn: badConn; Serve: refused,
-// acceptErrors; punchLoop: badPunch, badDgram), and Loaded by Stats. They
-// publish nothing but their count: no code orders other memory by them.
-type serverCounters struct {
-	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
-	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
-	badPunch, badDgram, handoffs, refused, acceptErrors           atomic.Uint64
 }
 
 // NewServer opens the ring read-only and binds the TCP control address and
@@ -490,33 +395,6 @@ func (s *Server) Close() error {
 	s.wg.Wait()
 	s.relay.Close()
 	return s.ring.Close()
-}
-
-// Stats returns a snapshot of the counters.
-func (s *Server) Stats() ServerStats {
-	s.mu.Lock()
-	n := len(s.sessions)
-	s.mu.Unlock()
-	st := &s.st
-	out := ServerStats{Mirrors: n, Frames: st.frames.Load(), Datagrams: st.datagrams.Load(),
-		Records: st.records.Load(), TCPFrames: st.tcpFrames.Load(), TCPRecord: st.tcpRecords.Load(),
-		Syscalls: st.syscalls.Load(), NaksAnswered: st.naks.Load(), Retransmitted: st.retrans.Load(),
-		Gaps: st.gaps.Load(), GapRecords: st.gapRecords.Load(), Heartbeats: st.heartbeats.Load(),
-		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
-		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
-		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
-		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load(),
-		SenderBusyYields: s.senderBusyYields.Load()}
-	if sn := s.sender.Load(); sn != nil {
-		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()
-	}
-	if s.udp != nil {
-		out.Transport = TransportName(s.udp)
-	}
-	if out.WriteSeq > out.LastSent && s.udp != nil {
-		out.Lag = out.WriteSeq - out.LastSent
-	}
-	return out
 }
 
 // storeMax raises *a to v unless it already is at least v (a CAS loop:

@@ -1,6 +1,10 @@
 package replica
 
-import "github.com/ringfire/ringfire/internal/idle"
+import (
+	"sync/atomic"
+
+	"github.com/ringfire/ringfire/internal/idle"
+)
 
 // MirrorStats counts a mirror's activity.
 type MirrorStats struct {
@@ -94,4 +98,46 @@ type ServerStats struct {
 	LastSent uint64 // last sequence sent over UDP
 	WriteSeq uint64 // the ring's write_seq
 	Lag      uint64 // write_seq − last sent
+}
+
+// serverCounters are ServerStats' counters. Each is only ever Added to, by
+// the goroutine that did what it counts (the sender, whichever goroutine
+// runs its round: frames, datagrams, records, syscalls, skipped, UDP
+// heartbeats, all but syscalls and skipped counted as the send call
+// begins and the datagrams it did not send taken off after it; Handoff:
+// handoffs; a session's reader or writer: TCP frames and records, NAK
+// answers, gaps, TCP heartbeats; serveConn: badConn; Serve: refused,
+// acceptErrors; punchLoop: badPunch, badDgram), and Loaded by Stats. They
+// publish nothing but their count: no code orders other memory by them.
+type serverCounters struct {
+	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
+	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
+	badPunch, badDgram, handoffs, refused, acceptErrors           atomic.Uint64
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Server) Stats() ServerStats {
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	st := &s.st
+	out := ServerStats{Mirrors: n, Frames: st.frames.Load(), Datagrams: st.datagrams.Load(),
+		Records: st.records.Load(), TCPFrames: st.tcpFrames.Load(), TCPRecord: st.tcpRecords.Load(),
+		Syscalls: st.syscalls.Load(), NaksAnswered: st.naks.Load(), Retransmitted: st.retrans.Load(),
+		Gaps: st.gaps.Load(), GapRecords: st.gapRecords.Load(), Heartbeats: st.heartbeats.Load(),
+		Skipped: st.skipped.Load(), BadFrames: st.badConn.Load(), BadPunches: st.badPunch.Load(),
+		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
+		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
+		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load(),
+		SenderBusyYields: s.senderBusyYields.Load()}
+	if sn := s.sender.Load(); sn != nil {
+		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()
+	}
+	if s.udp != nil {
+		out.Transport = TransportName(s.udp)
+	}
+	if out.WriteSeq > out.LastSent && s.udp != nil {
+		out.Lag = out.WriteSeq - out.LastSent
+	}
+	return out
 }

@@ -1,0 +1,87 @@
+package replica
+
+import (
+	"net/netip"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/auth"
+)
+
+// ServerConfig configures a source.
+type ServerConfig struct {
+	Ring string // path of the ring to serve (mapped read-only)
+	Bind string // TCP control address, host:port
+	// Unix, when set, is a Unix domain socket path (or "@name", abstract)
+	// the server listens on too, for mirrors on this host that dial
+	// UnixPrefix+Unix: they are served over that stream only
+	// (source_unix.go).
+	Unix      string
+	Multicast netip.AddrPort // --multicast GROUP:PORT (invalid: none)
+	UDPPort   int            // --udp PORT for unicast mirrors (0: none)
+	Iface     netip.Addr     // --iface: interface address for multicast
+	TTL       int            // multicast TTL (default 1)
+	Dup       int            // send every datagram this many times (default 1)
+	MTU       int            // datagram budget, header included (default 1472)
+	Batch     int            // at most this many records per frame (0: fill the MTU)
+	// Linger paces frames: a frame leaves when full, or at most once per
+	// Linger; a lone record coming more than Linger after the previous
+	// frame leaves at once. Negative: adaptive (50 µs); 0: no pacing.
+	Linger time.Duration
+	// Wait is how the datagram sender waits for records (WaitMode; default
+	// WaitAdaptive). Spin is WaitSpin.
+	Wait WaitMode
+	Spin bool
+	// Pin binds the sender's thread to a CPU.
+	Pin Pin
+	// Loop, when set, runs the sender on that Loop's thread, with the
+	// other servers and mirrors given it, instead of a thread of its own
+	// (Wait and Pin are then the Loop's).
+	Loop *Loop
+	// Transport carries the datagrams (default: NewTransport's).
+	Transport Transport
+	// NewTransport, when Transport is nil, opens the datagram transport
+	// from the kernel UDP settings the server would use (default: NewUDP).
+	// The server closes the transport.
+	NewTransport func(UDPConfig) (Transport, error)
+	// PunchTimeout is how long a unicast mirror has to punch before it is
+	// served over TCP instead (default 3 s).
+	PunchTimeout time.Duration
+	// Loopback delivers multicast to receivers on this host too.
+	Loopback bool
+	// Events, when set, is told about mirror connections (from the
+	// connection's goroutine) and lag warnings (from the telemetry
+	// goroutine); it must not block.
+	Events func(Event)
+	// NoTelemetry ignores HelloTelemetry: every mirror is served as a
+	// version-1 peer and sends no STATUS.
+	NoTelemetry bool
+	// MirrorRetention is how long a mirror that reported an identity and
+	// left stays in Mirrors (default DefaultMirrorRetention; negative:
+	// not at all).
+	MirrorRetention time.Duration
+	// MaxConns, MaxConnsPerAddr and MaxPending limit the TCP connections
+	// open at once: in all, from one address, and not live yet (in the
+	// handshake or the catch-up). A connection past a limit is closed at
+	// once and counted (ServerStats.Refused). 0: DefaultMaxConns,
+	// DefaultMaxConnsPerAddr, DefaultMaxPending; negative: no limit.
+	MaxConns, MaxConnsPerAddr, MaxPending int
+	// Key, when set, makes replication keyed: mirrors must hold the same
+	// secret (TLS on TCP with both ends authenticated by it, datagrams
+	// sealed with a key derived from it); every other peer is refused
+	// with an ERROR frame saying why. Encrypt, with a Key, also encrypts
+	// the datagrams' payloads (TCP is always encrypted under a key).
+	Key     *auth.Key
+	Encrypt bool
+	// WideMulticast makes the multicast datagrams carry the 64-bit
+	// session id (the wide session extension) after each frame; a
+	// version-1 mirror, which cannot parse them, is then served over TCP.
+	// Unicast mirrors that announce the extension get it anyway.
+	WideMulticast bool
+	// MirrorRows is the most mirrors that left kept in Mirrors, the
+	// longest gone forgotten first (default DefaultMirrorRows; negative:
+	// none).
+	MirrorRows int
+}
+
+// AdaptiveLinger is the linger of the adaptive pacing.
+const AdaptiveLinger = 50 * time.Microsecond
