@@ -78,6 +78,11 @@ const (
 	senderYields = 200
 )
 
+// RingWait is the strategy a server's sender waits on its ring with in
+// mode m. A reader that should wait as the replica loops do (the bench's
+// pinger and echo, matching the serve and mirror they run with) takes it.
+func RingWait(m WaitMode) shm.WaitStrategy { return ringWait(m) }
+
 // ringWait is the sender's strategy on the served ring for mode m.
 func ringWait(m WaitMode) shm.WaitStrategy {
 	switch m {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/internal/trace"
+	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -24,18 +25,14 @@ const (
 )
 
 // roleWait is how a pinger or echo waits on its ring for a bench wait
-// name, matching what serve's sender does: spin busy-polls, yield polls
-// with sched_yield between polls, adaptive spins, yields, then sleeps on
-// the ring's futex (the sender's thresholds), the others (default, block)
-// sleep on the futex after a few polls.
+// name: as serve's sender does in that mode (replica.RingWait: spin
+// busy-polls, yield polls with sched_yield between polls, adaptive yields
+// for about 200 polls, then sleeps on the ring's futex, block sleeps after
+// a few polls); default, whose serve and mirror get no flag, sleeps on the
+// futex after a few polls, as the latency issue's first table did.
 func roleWait(wait string) shm.WaitStrategy {
-	switch wait {
-	case "spin":
-		return shm.BusySpin()
-	case "yield":
-		return shm.SpinSchedYield(32)
-	case "adaptive":
-		return shm.Adaptive(2000, 200)
+	if m, err := replica.ParseWaitMode(wait); err == nil {
+		return replica.RingWait(m)
 	}
 	return shm.FutexWait(32)
 }
