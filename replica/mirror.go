@@ -151,8 +151,11 @@ func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 	if cfg.Source == "" || cfg.Ring == "" {
 		return nil, errors.New("replica: mirror needs a source address and a ring path")
 	}
-	if unixPath(cfg.Source) != "" {
-		if cfg.Unicast {
+	if p, ok := UnixSocket(cfg.Source); ok {
+		switch {
+		case p == "":
+			return nil, fmt.Errorf("replica: mirror of %q: no socket path", cfg.Source)
+		case cfg.Unicast:
 			return nil, fmt.Errorf("replica: mirror of %s: a Unix socket carries no datagrams (Unicast)", cfg.Source)
 		}
 		cfg.TCPOnly = true // everything comes over the stream

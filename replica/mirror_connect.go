@@ -62,7 +62,7 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	defer cancel()
 	var d net.Dialer
 	network, addr := "tcp", m.cfg.Source
-	if p := unixPath(addr); p != "" {
+	if p, ok := UnixSocket(addr); ok {
 		network, addr = "unix", p
 	}
 	raw, err := d.DialContext(ctx, network, addr)

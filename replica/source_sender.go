@@ -59,7 +59,7 @@ type sender struct {
 func newSender(s *Server) *sender {
 	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.lastSent.Load() + 1,
 		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: ringWait(s.cfg.Wait),
-		held:    s.cfg.Wait == WaitYield || s.cfg.Wait == WaitAdaptive,
+		held:    s.cfg.Wait.Yields(),
 		hbEvery: udpHeartbeat, hb: make([]byte, wire.HeaderSize, wire.HeaderSize+max(auth.Overhead, wire.TrailerSize))}
 	for i := range sn.frames {
 		sn.frames[i] = make([]byte, 0, MaxMTU)
@@ -93,8 +93,9 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 			s.sendMu.Unlock()
 			return
 		}
-		now := time.Now()
+		var now time.Time // the round's time: a TCP-only sender reads none
 		if s.udp != nil {
+			now = time.Now()
 			target = sn.round(now)
 		} else {
 			target = s.ring.WriteSeq() + 1
@@ -124,15 +125,19 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 	}
 }
 
-// yieldIfHeld keeps the sender's Hold after a round at now: a round that
-// leaves target already published (the wait below returns at once) is
-// busy, and a yielding sender that has been busy for idle.BusyYieldEvery
-// yields once; any other round waits, and so gives its CPU up (every
-// yielding mode's ring wait yields at its first poll: senderSpins is 0).
+// yieldIfHeld keeps the sender's Hold after a round at now (zero: the
+// round read no clock, and a busy one reads it here): a round that leaves
+// target already published (the wait below returns at once) is busy, and
+// a yielding sender that has been busy for idle.BusyYieldEvery yields
+// once; any other round waits, and so gives its CPU up (every yielding
+// mode's ring wait yields at its first poll: senderSpins is 0).
 func (sn *sender) yieldIfHeld(now time.Time, target uint64, handed bool) {
 	switch {
 	case !sn.held:
 	case !handed && sn.s.ring.WriteSeq() >= target:
+		if now.IsZero() {
+			now = time.Now()
+		}
 		if sn.hold.Busy(now) {
 			sn.s.senderBusyYields.Add(1)
 		}

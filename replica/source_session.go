@@ -237,8 +237,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		}
 	}
 	b := make([]byte, 0, 3*wire.HeaderSize+wire.GeometrySize+wire.MulticastSize+wire.SessionSize)
-	mc, udp := s.datagramsFor(hello, ss.token)
-	udp = udp && ss.peer.IsValid() // a Unix socket's peer has no address to send to
+	mc, udp := s.datagramsFor(hello, ss.token, ss.peer)
 	if udp && !mc.Unicast() && s.cfg.WideMulticast && !ss.wide && s.keyed == nil {
 		udp = false // it could not parse the group's datagrams: TCP carries them
 	}
@@ -290,9 +289,10 @@ func (s *Server) startOf(want uint64) (first uint64, reset bool) {
 	return max(want, oldest), false
 }
 
-// datagramsFor picks multicast or unicast for a mirror that can take UDP.
-func (s *Server) datagramsFor(h wire.Hello, token uint32) (wire.Multicast, bool) {
-	if h.Flags&wire.HelloUDP == 0 || s.udp == nil {
+// datagramsFor picks multicast or unicast for a mirror that can take UDP
+// from peer; none for a peer without an address (a Unix socket's).
+func (s *Server) datagramsFor(h wire.Hello, token uint32, peer netip.Addr) (wire.Multicast, bool) {
+	if h.Flags&wire.HelloUDP == 0 || s.udp == nil || !peer.IsValid() {
 		return wire.Multicast{}, false
 	}
 	mc := wire.Multicast{MTU: uint16(s.mtu), TTL: uint8(max(s.cfg.TTL, 1)), Session: s.session, Token: token}

@@ -37,13 +37,10 @@ var ErrNotSocket = errors.New("replica: exists and is not a socket")
 // ErrSocketInUse: another server listens on ServerConfig.Unix.
 var ErrSocketInUse = errors.New("replica: a server already listens on the socket")
 
-// unixPath is the socket path of a "unix:PATH" source ("" for any other).
-func unixPath(source string) string {
-	p, ok := strings.CutPrefix(source, UnixPrefix)
-	if !ok {
-		return ""
-	}
-	return p
+// UnixSocket is the socket path of a "unix:PATH" source, and whether
+// source is one (MirrorConfig.Source).
+func UnixSocket(source string) (path string, ok bool) {
+	return strings.CutPrefix(source, UnixPrefix)
 }
 
 // listenUnix listens on path. A socket file left by a server that is gone

@@ -190,6 +190,9 @@ func TestUnixMirrorRefusesDatagrams(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Unicast") {
 		t.Fatalf("NewMirror with Unicast of a Unix socket: %v", err)
 	}
+	if _, err := replica.NewMirror(replica.MirrorConfig{Source: replica.UnixPrefix, Ring: filepath.Join(t.TempDir(), "m")}); err == nil || !strings.Contains(err.Error(), "no socket path") {
+		t.Fatalf("NewMirror of %q: %v, want no socket path", replica.UnixPrefix, err)
+	}
 	ln, err := net.Listen("unix", path)
 	if err != nil {
 		t.Fatal(err)

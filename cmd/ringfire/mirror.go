@@ -9,7 +9,6 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/trace"
@@ -97,7 +96,7 @@ func runMirror(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // checkSource checks that SOURCE is HOST:PORT with a port, or unix:PATH.
 func checkSource(s string) error {
-	if p, ok := strings.CutPrefix(s, replica.UnixPrefix); ok {
+	if p, ok := replica.UnixSocket(s); ok {
 		return checkSocketPath("SOURCE", s, p)
 	}
 	host, port, err := net.SplitHostPort(s)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
@@ -48,7 +47,7 @@ func (f *mirrorFlags) unit(source, path string, log *slog.Logger, published func
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasPrefix(source, replica.UnixPrefix) {
+	if _, ok := replica.UnixSocket(source); ok {
 		switch {
 		case f.unicast:
 			return nil, usagef("--unicast: the Unix socket %s carries no datagrams", source)

@@ -81,7 +81,7 @@ func (d *Idler) Round() {
 // found work for BusyYieldEvery since it last gave up its CPU yields once.
 func (d *Idler) Busy(now time.Time) {
 	d.since = time.Time{}
-	if d.s.Mode == Yield || d.s.Mode == Adaptive {
+	if d.s.Mode.Yields() {
 		d.hold.Busy(now)
 	}
 }

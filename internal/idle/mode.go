@@ -30,6 +30,11 @@ func (m Mode) String() string {
 	return fmt.Sprintf("Mode(%d)", int(m))
 }
 
+// Yields reports whether a loop in mode m gives its CPU up with
+// sched_yield (Yield, Adaptive): such a loop also yields once every
+// BusyYieldEvery of work (Hold).
+func (m Mode) Yields() bool { return m == Yield || m == Adaptive }
+
 // Modes lists the mode names ParseMode accepts.
 func Modes() []string { return modeNames[:] }
 
