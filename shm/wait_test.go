@@ -115,3 +115,42 @@ func TestAwaitReadOnlyNotify(t *testing.T) {
 		t.Fatal("producer did not wake the read-only waiter")
 	}
 }
+
+// Adaptive yields its yields polls before it sleeps on the futex: a
+// reader inside its yield phase never announces a sleep, and one past it
+// does (and is woken by a push).
+func TestAdaptiveYieldsBeforeSleeping(t *testing.T) {
+	p, path := newTickRing(t, ProducerOptions{Capacity: 64})
+	r := p.Writer().Ring()
+	long := Adaptive(0, 1<<30)
+	c := consumer[tick](t, path, ReadOptions{Start: StartHead, Wait: &long})
+	got := make(chan error, 1)
+	go func() {
+		var v tick
+		got <- c.Recv(&v, 30*time.Millisecond)
+	}()
+	for done := false; !done; {
+		select {
+		case err := <-got:
+			if !errors.Is(err, ErrTimeout) {
+				t.Fatalf("a receive in its yield phase on an empty ring: %v, want ErrTimeout", err)
+			}
+			done = true
+		default:
+			if r.waiting.Load() != 0 {
+				t.Fatal("a reader in Adaptive's yield phase announced a futex sleep")
+			}
+		}
+	}
+	short := Adaptive(0, 8)
+	c2 := consumer[tick](t, path, ReadOptions{Start: StartHead, Wait: &short})
+	go func() {
+		var v tick
+		got <- c2.Recv(&v, 10*time.Second)
+	}()
+	waitForSleeper(t, r, "a reader past Adaptive's 8 yields never slept on the futex")
+	pushTicks(t, p, 1, 1)
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+}

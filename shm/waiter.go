@@ -116,6 +116,10 @@ func recvLoop[R any](w *waiter, ctx context.Context, deadline time.Time, rings [
 			schedYield()
 			continue
 		}
+		if i < w.ws.spins+w.ws.yields { // Adaptive's yield phase
+			schedYield()
+			continue
+		}
 		if w.ws.kind == waitPark && !noWaitv.Load() {
 			if d, ok := w.bound(deadline); ok {
 				w.parkSleep(rings, ready, d, done)
