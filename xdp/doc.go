@@ -5,9 +5,9 @@
 //
 //	            user space                         kernel
 //	UMEM  ┌──────────┬──────────┬─────┬──────────┐
-//	      │ frame 0  │ frame 1  │ ... │ frame N-1│  NumFrames × FrameSize
-//	      └──────────┴──────────┴─────┴──────────┘
-//	      frames [0, N/2) receive, [N/2, N) transmit
+//	      │ frame 0  │ frame 1  │ ... │ frame N-1│  N = RXRingSize + RingSize
+//	      └──────────┴──────────┴─────┴──────────┘  frames of FrameSize
+//	      frames [0, RXRingSize) receive, the rest transmit
 //
 //	FillQueue        addr ───────────────────────▶ kernel writes a packet
 //	(we produce)                                   into that frame

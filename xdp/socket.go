@@ -46,9 +46,16 @@ func (m BindMode) String() string {
 
 // Config sizes and tunes a socket. The zero value is usable.
 type Config struct {
-	RingSize  int      // entries of each of the four rings, a power of two (default 4096)
-	FrameSize int      // UMEM frame size, 2048 or 4096 (default 2048)
-	Bind      BindMode // zero-copy, copy or auto (default auto)
+	RingSize int // entries of the TX and completion rings, and transmit frames, a power of two (default 4096)
+	// RXRingSize is the entries of the fill and RX rings, and the frames
+	// received into, a power of two (default 4 × RingSize, at most
+	// 65536): the datagrams that wait while the receiver is away
+	// (preempted, or behind a burst) before the kernel drops for want of
+	// a frame (Stats.FillRingEmpty). A mirror receives what a source
+	// sends, so its side is the deeper one.
+	RXRingSize int
+	FrameSize  int      // UMEM frame size, 2048 or 4096 (default 2048)
+	Bind       BindMode // zero-copy, copy or auto (default auto)
 	// NoNeedWakeup turns need_wakeup off: the kernel then never waits for a
 	// syscall, at the price of a sendto on every transmit.
 	NoNeedWakeup bool
@@ -65,16 +72,19 @@ type Config struct {
 	BindRetry   time.Duration // how long to retry a busy queue (default 1 s)
 }
 
-// UMEMBytes is the memory a socket of c pins: 2 × RingSize frames of
-// FrameSize bytes (the defaults where unset).
+// UMEMBytes is the memory a socket of c pins: RXRingSize + RingSize
+// frames of FrameSize bytes (the defaults where unset).
 func (c Config) UMEMBytes() int {
 	c.defaults()
-	return 2 * c.RingSize * c.FrameSize
+	return (c.RXRingSize + c.RingSize) * c.FrameSize
 }
 
 func (c *Config) defaults() error {
 	if c.RingSize == 0 {
 		c.RingSize = 4096
+	}
+	if c.RXRingSize == 0 {
+		c.RXRingSize = min(4*c.RingSize, maxRing)
 	}
 	if c.FrameSize == 0 {
 		c.FrameSize = 2048
@@ -85,8 +95,11 @@ func (c *Config) defaults() error {
 	if c.BindRetry == 0 {
 		c.BindRetry = time.Second
 	}
-	if c.RingSize < 8 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > 1<<16 {
-		return fmt.Errorf("xdp: ring size %d: need a power of two in [8, 65536]", c.RingSize)
+	if !ringSizeOK(c.RingSize) {
+		return fmt.Errorf("xdp: ring size %d: need a power of two in [8, %d]", c.RingSize, maxRing)
+	}
+	if !ringSizeOK(c.RXRingSize) {
+		return fmt.Errorf("xdp: RX ring size %d: need a power of two in [8, %d]", c.RXRingSize, maxRing)
 	}
 	if c.FrameSize != 2048 && c.FrameSize != 4096 {
 		return fmt.Errorf("xdp: frame size %d: need 2048 or 4096", c.FrameSize)
@@ -94,9 +107,14 @@ func (c *Config) defaults() error {
 	return nil
 }
 
+// maxRing is the most entries a ring of a socket may have.
+const maxRing = 1 << 16
+
+func ringSizeOK(n int) bool { return n >= 8 && n&(n-1) == 0 && n <= maxRing }
+
 // Socket is one AF_XDP socket bound to one queue of an interface, with its
-// own UMEM of 2 × RingSize frames: the first half receives, the second
-// half transmits.
+// own UMEM of RXRingSize + RingSize frames: the first RXRingSize receive,
+// the rest transmit.
 type Socket struct {
 	fd             int
 	ifindex, queue int
@@ -136,7 +154,6 @@ func Open(ifindex, queue int, cfg Config) (*Socket, error) {
 }
 
 func (s *Socket) setup() error {
-	n := s.cfg.RingSize
 	var err error
 	s.umem, err = unix.Mmap(-1, 0, s.cfg.UMEMBytes(), unix.PROT_READ|unix.PROT_WRITE,
 		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_POPULATE)
@@ -146,8 +163,11 @@ func (s *Socket) setup() error {
 	if err := registerUMEM(s.fd, s.umem, s.cfg.FrameSize); err != nil {
 		return err
 	}
-	for _, o := range []int{unix.XDP_UMEM_FILL_RING, unix.XDP_UMEM_COMPLETION_RING, unix.XDP_RX_RING, unix.XDP_TX_RING} {
-		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o, n); err != nil {
+	rx, tx := s.cfg.RXRingSize, s.cfg.RingSize
+	for _, o := range []struct{ opt, n int }{
+		{unix.XDP_UMEM_FILL_RING, rx}, {unix.XDP_UMEM_COMPLETION_RING, tx}, {unix.XDP_RX_RING, rx}, {unix.XDP_TX_RING, tx},
+	} {
+		if err := unix.SetsockoptInt(s.fd, unix.SOL_XDP, o.opt, o.n); err != nil {
 			return os.NewSyscallError("setsockopt XDP ring size", err)
 		}
 	}
@@ -166,34 +186,34 @@ func (s *Socket) mapRings() error {
 	if err != nil {
 		return err
 	}
-	n := s.cfg.RingSize
-	if s.Fill.ring, s.Fill.entries, err = mapAddrRing(s.fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, n); err != nil {
+	rx, tx := s.cfg.RXRingSize, s.cfg.RingSize
+	if s.Fill.ring, s.Fill.entries, err = mapAddrRing(s.fd, off.Fr, unix.XDP_UMEM_PGOFF_FILL_RING, rx); err != nil {
 		return err
 	}
-	if s.Completion.ring, s.Completion.entries, err = mapAddrRing(s.fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, n); err != nil {
+	if s.Completion.ring, s.Completion.entries, err = mapAddrRing(s.fd, off.Cr, unix.XDP_UMEM_PGOFF_COMPLETION_RING, tx); err != nil {
 		return err
 	}
-	if s.RX.ring, s.RX.entries, err = mapDescRing(s.fd, off.Rx, unix.XDP_PGOFF_RX_RING, n); err != nil {
+	if s.RX.ring, s.RX.entries, err = mapDescRing(s.fd, off.Rx, unix.XDP_PGOFF_RX_RING, rx); err != nil {
 		return err
 	}
-	s.TX.ring, s.TX.entries, err = mapDescRing(s.fd, off.Tx, unix.XDP_PGOFF_TX_RING, n)
+	s.TX.ring, s.TX.entries, err = mapDescRing(s.fd, off.Tx, unix.XDP_PGOFF_TX_RING, tx)
 	return err
 }
 
 // initFrames gives every receive frame to the fill ring and puts every
 // transmit frame on the free list.
 func (s *Socket) initFrames() {
-	n, fs := uint32(s.cfg.RingSize), uint64(s.cfg.FrameSize)
-	got, idx := s.Fill.Reserve(n)
+	rx, tx, fs := uint32(s.cfg.RXRingSize), uint32(s.cfg.RingSize), uint64(s.cfg.FrameSize)
+	got, idx := s.Fill.Reserve(rx)
 	for i := range got {
 		s.Fill.Set(idx+i, uint64(i)*fs)
 	}
 	s.Fill.Notify()
-	s.tx.free = make([]uint64, 0, n)
-	for i := n; i < 2*n; i++ {
+	s.tx.free = make([]uint64, 0, tx)
+	for i := rx; i < rx+tx; i++ {
 		s.tx.free = append(s.tx.free, uint64(i)*fs)
 	}
-	s.tx.reserved = make([]uint64, 0, n)
+	s.tx.reserved = make([]uint64, 0, tx)
 }
 
 func (s *Socket) busyPoll() error {

@@ -136,6 +136,40 @@ func TestReceiveLaps(t *testing.T) {
 	}
 }
 
+// A receiver that is away holds RXRingSize datagrams (by default four
+// times RingSize) before the kernel drops, and counts what it dropped for
+// want of a frame: every one of the rest.
+func TestReceiveDepth(t *testing.T) {
+	for _, c := range []struct {
+		cfg   xdp.Config
+		depth int
+	}{
+		{xdp.Config{RingSize: 64}, 256},
+		{xdp.Config{RingSize: 64, RXRingSize: 32}, 32},
+	} {
+		t.Run(fmt.Sprint(c.depth), func(t *testing.T) {
+			r := newRig(t, c.cfg)
+			const over = 40
+			r.sendKernel(t, c.depth+over, 100)
+			for j, b := range r.receive(t, c.depth) {
+				if !bytes.Equal(b, payload(j, 100)) {
+					t.Fatalf("datagram %d: payload differs", j)
+				}
+			}
+			st, err := r.sock.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.RXFrames != uint64(c.depth) || st.RXDropped != over || st.FillRingEmpty != over || st.RXRingFull != 0 {
+				t.Fatalf("stats %+v: want %d frames received and %d dropped for want of a fill-ring frame", st, c.depth, over)
+			}
+			if got, want := c.cfg.UMEMBytes(), (c.depth+64)*2048; got != want {
+				t.Fatalf("UMEMBytes %d, want %d", got, want)
+			}
+		})
+	}
+}
+
 // Frames built into the TX ring reach a kernel UDP socket, over several
 // laps of the TX and completion rings.
 func TestTransmitLaps(t *testing.T) {
@@ -242,7 +276,7 @@ func TestOpenErrors(t *testing.T) {
 		if _, err := xdp.Open(r.index, 1, xdp.Config{Bind: xdp.BindZeroCopy}); err == nil {
 			return errors.New("queue 1 of a one-queue veth opened")
 		}
-		for _, c := range []xdp.Config{{RingSize: 100}, {FrameSize: 1000}, {RingSize: 4}} {
+		for _, c := range []xdp.Config{{RingSize: 100}, {FrameSize: 1000}, {RingSize: 4}, {RXRingSize: 100}, {RXRingSize: 1 << 17}} {
 			if _, err := xdp.Open(r.index, 0, c); err == nil {
 				return fmt.Errorf("config %+v accepted", c)
 			}
