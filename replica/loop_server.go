@@ -92,6 +92,7 @@ func (m *serverMember) turn(now time.Time) bool {
 		close(m.done)
 		return false
 	}
+	before := m.target
 	if s.udp != nil {
 		m.target = m.sn.round(now)
 		for i := 1; i < loopSteps && s.ring.WriteSeq() >= m.target; i++ {
@@ -108,9 +109,12 @@ func (m *serverMember) turn(now time.Time) bool {
 		s.wakeSessions()
 		s.wakeTelemetry()
 	}
-	// Work is there when the round left records to send (a full batch)
-	// or new ones came during it.
-	return w >= m.target
+	// The turn found work when it sent records (the target moved: the
+	// loop's Adaptive phases start again, as a thread's sender's do after
+	// each wait; a loop of servers alone, whose sends never counted, went
+	// to sleep on every idle turn 200 µs after its first), or when more
+	// are there (a full batch, or new ones came during the round).
+	return m.target != before || w >= m.target
 }
 
 func (m *serverMember) due(now time.Time) time.Duration {

@@ -135,3 +135,38 @@ func TestLoopServerReceivesOnlyArrivedPunches(t *testing.T) {
 		t.Fatalf("%d receives in %d idle turns: the server received whenever a busy poll was due", n, turns)
 	}
 }
+
+// A server's turn that sends records reports work, so that a Loop's
+// Adaptive phases start again after it (Idler.Busy); one with nothing new
+// does not. A turn that sent what was there reported none before, and a
+// Loop of servers alone slept on every idle turn once 200 µs had passed
+// since its first (24,797 sleeps in 1.8 s at 200,000 records/s).
+func TestLoopServerSendIsWork(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	srcLoop, st := newTurnedLoop(t)
+	src := newSource(t, p.A, p.AAddr, 1<<10)
+	scfg, mcfg := dirConfigs("xdp-unicast", 0)
+	scfg.Loop = srcLoop
+	src.serve(scfg)
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	tt := turners{tb: t, loops: []*replica.LoopTurner{st}}
+	tt.until("the sender on its loop", func() bool { return srcLoop.Stats().Members == 1 })
+	tt.until("the mirror's PUNCH received", func() bool { return mr.m.Stats().Datagrams > 0 })
+	for seq := uint64(1); seq <= 50; seq++ {
+		sent := src.srv.Stats().Records
+		if err := src.pushSynth(seq); err != nil {
+			t.Fatal(err)
+		}
+		if !st.Turn() {
+			t.Fatalf("record %d: the turn that sent it reported no work", seq)
+		}
+		if got := src.srv.Stats().Records; got != sent+1 {
+			t.Fatalf("record %d: the turn sent %d records, want 1", seq, got-sent)
+		}
+		if st.Turn() {
+			t.Fatalf("record %d: a turn with nothing new reported work", seq)
+		}
+	}
+	tt.until("50 records mirrored", func() bool { return mr.m.Stats().Next > 50 })
+}
