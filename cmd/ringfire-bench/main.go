@@ -56,7 +56,9 @@ echo, serve and mirror again, over two veth pairs, beside the datagram
 alone between two processes and, for the waits that poll, the hand-offs
 alone (a record passed on six times between six processes, or between a
 loop per host's four, no network), with the CPU each process
-used (deployed; --waits, --warmup, --samples, --deployed-for, --ringfire;
+used and the longest a thread of the bench sleeping 1 ms at a time
+overslept meanwhile (hiccup: the machine's own stalls; deployed; --waits,
+--warmup, --samples, --deployed-for, --ringfire;
 a --waits of loop-yield runs four processes instead, the serve and the
 mirror of each host in one ringfire run on one loop), and 1, 4 and 16
 rings served and mirrored by one ringfire run process per side over AF_XDP:

@@ -278,11 +278,11 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
 // measure waits for the pinger's warm-up and result (timed) and decodes
 // the result line.
 func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
-	line, wall, cpu, err := ps.timed(pinger, cfg)
+	line, wall, cpu, hic, err := ps.timed(pinger, cfg)
 	if err != nil {
 		return Deployed{}, err
 	}
-	res := Deployed{Measured: Duration(wall), CPU: cpu}
+	res := Deployed{Measured: Duration(wall), CPU: cpu, Hiccups: hic}
 	if err := json.Unmarshal([]byte(line), &res.Lat); err != nil {
 		return Deployed{}, fmt.Errorf("bench: pinger result %q: %w", line, err)
 	}
@@ -291,28 +291,30 @@ func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
 
 // timed waits for the pinger's warm-up, takes every process's CPU time,
 // waits for its result and takes them again: the result line, the wall
-// time of the samples and each process's CPU over it.
-func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []ProcCPU, error) {
+// time of the samples, each process's CPU over it and the hiccups a
+// sleeping thread of the bench saw meanwhile.
+func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []ProcCPU, Hiccups, error) {
 	// The pinger bounds its warm-up and samples in time, and each round
 	// trip; these bounds are the parent's, a little wider.
 	if _, err := pinger.expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
-		return "", 0, nil, ps.explain(err)
+		return "", 0, nil, Hiccups{}, ps.explain(err)
 	}
 	before, err := ps.cpuTimes()
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, nil, Hiccups{}, err
 	}
+	hm := startHiccups()
 	start := time.Now()
 	line, err := pinger.expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
+	wall, hic := time.Since(start), hm.end()
 	if err != nil {
-		return "", 0, nil, ps.explain(err)
+		return "", 0, nil, hic, ps.explain(err)
 	}
-	wall := time.Since(start)
 	after, err := ps.cpuTimes()
 	if err != nil {
-		return "", 0, nil, err
+		return "", 0, nil, hic, err
 	}
-	return line, wall, ps.cpuOver(before, after, wall), nil
+	return line, wall, ps.cpuOver(before, after, wall), hic, nil
 }
 
 // cpuOver is each process's CPU between two readings wall apart.

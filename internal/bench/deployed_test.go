@@ -36,6 +36,7 @@ func deployedReport() *Report {
 		r.Deployed = append(r.Deployed, Deployed{Transport: d.tr, Wait: d.wait, Lat: pct(100000, d.p50, d.p99, 900),
 			Measured: Duration(2 * time.Second), CPU: cpu(deployedRoles[:6], d.per)})
 	}
+	r.Deployed[0].Hiccups = Hiccups{Sleeps: 1900, Max: Duration(6100 * time.Microsecond), Over1ms: 1, Over5ms: 1}
 	r.Deployed = append(r.Deployed, Deployed{Transport: "xdp-unicast", Wait: "loop-spin", Lat: pct(100000, 15, 35, 900),
 		Measured: Duration(2 * time.Second), CPU: cpu([]string{"pinger", "echo", "run 1", "run 2"}, 0.6)})
 	r.DeployedRelay = append(r.DeployedRelay, Deployed{Transport: "shm", Wait: "spin", Procs: 4, Lat: pct(100000, 4, 10, 300),
@@ -69,6 +70,7 @@ func TestDeployedTables(t *testing.T) {
 		"loop-spin", "3.00×", // a loop's wait against its mode's datagram: 15 ÷ spin 5
 		"run 2", "2.40", // the loop's four processes: 4 × 0.6
 		"the hand-offs alone", "2.50×", "1.80", // relay p99 ÷ p50: 10 ÷ 4; CPU 4 × 0.45
+		"hiccup", "6100", // the sleeping thread's longest oversleep, µs
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tables lack %q", want)

@@ -124,7 +124,7 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 		return err
 	}
 	for _, rt := range []*RingsRoundTrip{&res.AtOnce, &res.InTurn} {
-		line, wall, cpu, err := ps.timed(pinger, cfg)
+		line, wall, cpu, _, err := ps.timed(pinger, cfg)
 		if err != nil {
 			return err
 		}

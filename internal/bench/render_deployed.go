@@ -27,12 +27,12 @@ var deployedRoles = []string{"pinger", "serve A", "mirror A'", "echo", "serve B"
 
 func (r *Report) deployedTable() table {
 	t := table{title: "deployed: ring to ring round trip, every endpoint its own process (µs)", header: []string{
-		"transport", "wait", "samples", "p50", "p90", "p99", "p99.9", "max",
+		"transport", "wait", "samples", "p50", "p90", "p99", "p99.9", "max", "hiccup",
 		"vs datagram", "p50 ÷ dgram", "p99 ÷ dgram", "p50 ÷ udp", "p99 ÷ udp"}}
 	for _, d := range r.Deployed {
 		p := d.Lat
 		row := []string{d.Transport, d.Wait, fmtCount(uint64(max(p.Samples, 0))),
-			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max)}
+			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max), d.Hiccups.cell()}
 		style := datagramStyleOf(d.Wait)
 		g, ok := findDeployed(r.DeployedDatagram, "udp", style)
 		if !ok {
@@ -60,11 +60,11 @@ func findDeployed(ds []Deployed, tr, wait string) (Deployed, bool) {
 
 func (r *Report) deployedDatagramTable() table {
 	t := table{title: "deployed: datagram alone, two processes over the same veth (µs)", header: []string{
-		"waiting", "samples", "p50", "p90", "p99", "p99.9", "max"}}
+		"waiting", "samples", "p50", "p90", "p99", "p99.9", "max", "hiccup"}}
 	for _, d := range r.DeployedDatagram {
 		p := d.Lat
 		t.rows = append(t.rows, []string{d.Wait, fmtCount(uint64(max(p.Samples, 0))),
-			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max)})
+			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max), d.Hiccups.cell()})
 	}
 	return t
 }
@@ -73,11 +73,11 @@ func (r *Report) deployedDatagramTable() table {
 // processes used together.
 func (r *Report) deployedRelayTable() table {
 	t := table{title: "deployed: the hand-offs alone, one record passed on six times between processes, no network (µs)", header: []string{
-		"processes", "wait", "samples", "p50", "p90", "p99", "p99.9", "max", "p99 ÷ p50", "CPU (cores)"}}
+		"processes", "wait", "samples", "p50", "p90", "p99", "p99.9", "max", "hiccup", "p99 ÷ p50", "CPU (cores)"}}
 	for _, d := range r.DeployedRelay {
 		p := d.Lat
 		t.rows = append(t.rows, []string{fmtCount(uint64(d.Procs)), d.Wait, fmtCount(uint64(max(p.Samples, 0))),
-			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max), fmtRatio(p.P99, p.P50), fmtCores(totalCores(d.CPU))})
+			fmtUS(p.P50), fmtUS(p.P90), fmtUS(p.P99), fmtUS(p.P999), fmtUS(p.Max), d.Hiccups.cell(), fmtRatio(p.P99, p.P50), fmtCores(totalCores(d.CPU))})
 	}
 	return t
 }

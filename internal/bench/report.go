@@ -135,6 +135,7 @@ type Deployed struct {
 	Lat       Percentiles `json:"round_trip"`
 	Measured  Duration    `json:"measured"`       // wall time of the samples
 	CPU       []ProcCPU   `json:"cpu"`            // one per process
+	Hiccups   Hiccups     `json:"hiccups"`        // a sleeping thread of the bench, meanwhile
 	Hops      []Hop       `json:"hops,omitempty"` // with Config.Trace: where the round trip went
 }
 
