@@ -94,6 +94,28 @@ func loopTurnAllocs(t *testing.T, mode string) {
 	sameSlots(t, src.path, mr.path, 1)
 }
 
+// loopServer serves a source over AF_XDP unicast from a Loop the test
+// turns (tweak, if set, adjusts the server's settings) to a mirror of its
+// own, and turns it until the mirror's PUNCH has been received.
+func loopServer(t *testing.T, tweak func(*replica.ServerConfig)) (*source, *mirror, *replica.LoopTurner) {
+	t.Helper()
+	netns.Require(t)
+	p := netns.NewPair(t)
+	srcLoop, st := newTurnedLoop(t)
+	src := newSource(t, p.A, p.AAddr, 1<<10)
+	scfg, mcfg := dirConfigs("xdp-unicast", 0)
+	scfg.Loop = srcLoop
+	if tweak != nil {
+		tweak(&scfg)
+	}
+	src.serve(scfg)
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	tt := turners{tb: t, loops: []*replica.LoopTurner{st}}
+	tt.until("the sender on its loop", func() bool { return srcLoop.Stats().Members == 1 })
+	tt.until("the mirror's PUNCH received", func() bool { return mr.m.Stats().Datagrams > 0 })
+	return src, mr, st
+}
+
 // duePoller is a server's AF_XDP transport as busy polling makes it: a
 // busy poll always due (Pending), beside what has Arrived; it counts
 // receives.
@@ -106,24 +128,16 @@ func (d *duePoller) Pending(time.Time) bool { return true }
 // no receive (a PUNCH a second may come among them), and the mirror's
 // PUNCH was still received (it gets datagrams).
 func TestLoopServerReceivesOnlyArrivedPunches(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	srcLoop, st := newTurnedLoop(t)
-	src := newSource(t, p.A, p.AAddr, 1<<10)
-	scfg, mcfg := dirConfigs("xdp-unicast", 0)
-	scfg.Loop = srcLoop
 	var tr *duePoller
-	open := scfg.NewTransport
-	scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
-		in, err := open(u)
-		tr = &duePoller{countingPeeker{Transport: in}}
-		return tr, err
-	}
-	src.serve(scfg)
-	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	src, mr, st := loopServer(t, func(scfg *replica.ServerConfig) {
+		open := scfg.NewTransport
+		scfg.NewTransport = func(u replica.UDPConfig) (replica.Transport, error) {
+			in, err := open(u)
+			tr = &duePoller{countingPeeker{Transport: in}}
+			return tr, err
+		}
+	})
 	tt := turners{tb: t, loops: []*replica.LoopTurner{st}}
-	tt.until("the sender on its loop", func() bool { return srcLoop.Stats().Members == 1 })
-	tt.until("the mirror's PUNCH received", func() bool { return mr.m.Stats().Datagrams > 0 })
 	src.push(1)
 	tt.until("a record mirrored", func() bool { return mr.m.Stats().Next > 1 })
 	before := tr.recvs.Load()
@@ -142,17 +156,8 @@ func TestLoopServerReceivesOnlyArrivedPunches(t *testing.T) {
 // Loop of servers alone slept on every idle turn once 200 µs had passed
 // since its first (24,797 sleeps in 1.8 s at 200,000 records/s).
 func TestLoopServerSendIsWork(t *testing.T) {
-	netns.Require(t)
-	p := netns.NewPair(t)
-	srcLoop, st := newTurnedLoop(t)
-	src := newSource(t, p.A, p.AAddr, 1<<10)
-	scfg, mcfg := dirConfigs("xdp-unicast", 0)
-	scfg.Loop = srcLoop
-	src.serve(scfg)
-	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	src, mr, st := loopServer(t, nil)
 	tt := turners{tb: t, loops: []*replica.LoopTurner{st}}
-	tt.until("the sender on its loop", func() bool { return srcLoop.Stats().Members == 1 })
-	tt.until("the mirror's PUNCH received", func() bool { return mr.m.Stats().Datagrams > 0 })
 	for seq := uint64(1); seq <= 50; seq++ {
 		sent := src.srv.Stats().Records
 		if err := src.pushSynth(seq); err != nil {

@@ -25,7 +25,7 @@ const hiccupSleep = time.Millisecond
 
 // hiccupMeter measures Hiccups on a locked thread from start to stop.
 type hiccupMeter struct {
-	// stop is stored true by stop (the measuring goroutine), loaded by
+	// stop is stored true by end (the measuring goroutine), loaded by
 	// the meter's thread after each sleep.
 	stop atomic.Bool
 	done chan Hiccups
@@ -57,7 +57,7 @@ func (m *hiccupMeter) run() {
 	m.done <- h
 }
 
-// add counts one sleep that ended over late.
+// add counts one sleep, which ended over later than asked.
 func (h *Hiccups) add(over time.Duration) {
 	h.Sleeps++
 	h.Max = max(h.Max, Duration(over))
