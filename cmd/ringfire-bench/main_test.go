@@ -127,6 +127,18 @@ func TestBenchSmoke(t *testing.T) {
 	wantContains(t, "bench.md", string(md), "latency.svg", "throughput.svg")
 }
 
+// The zero-loss sweep over TCP alone waits for its mirror's records, not
+// for datagrams a TCP mirror never gets (it timed out so and reported no
+// rate for TCP).
+func TestBenchZeroLossTCP(t *testing.T) {
+	out, _ := runBench(t, time.Minute, "--sections", "stress", "--transports", "tcp",
+		"--rates", "100000", "--stress", "200ms")
+	rep := readReport(t, out)
+	if len(rep.ZeroLoss) != 1 || rep.ZeroLoss[0].Transport != "tcp" || rep.ZeroLoss[0].Rate != 100_000 {
+		t.Fatalf("zero-loss: %+v, want tcp at 100000/s", rep.ZeroLoss)
+	}
+}
+
 // runBench runs the bench with args and --out, bounded by d, fails the
 // test on an error and returns the output directory and what it printed.
 func runBench(t *testing.T, d time.Duration, args ...string) (out, stdout string) {
