@@ -25,7 +25,8 @@ const stageRate = 20_000
 // mirrors and serves again; a leaf on the source host mirrors the hub),
 // all four at once; then each mirror path alone, with only its own
 // endpoints running (what a host that carries just that path sees: on two
-// cores, the five busy threads of all four at once share the CPUs); then all
+// cores, the five busy threads of all four at once share the CPUs), the
+// same-host mirror on TCP and on the source's Unix socket; then all
 // four at once again with the same-host mirror on the source's Unix socket
 // instead of TCP; all four at once with each host's endpoints on one
 // replica.Loop (two hot loops instead of four), on TCP and on the Unix
@@ -45,9 +46,12 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 		out = append(out, ls...)
 		lost = errors.Join(lost, err)
 	}
-	for _, path := range []stagePath{pathSame, pathRemote, pathHub} {
+	for _, alone := range []struct {
+		path     stagePath
+		unixSame bool
+	}{{pathSame, false}, {pathSame, true}, {pathRemote, false}, {pathHub, false}} {
 		r.reset()
-		e, err := r.stageEnds(tr, size, path, false, false)
+		e, err := r.stageEnds(tr, size, alone.path, false, alone.unixSame)
 		if err != nil {
 			return out, errors.Join(lost, err)
 		}
