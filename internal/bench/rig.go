@@ -132,9 +132,10 @@ func (r *rig) serve(ns *netns.NS, addr netip.Addr, path, tr string, dir int, twe
 
 // mirrorEnd is a running mirror and a reader of its ring.
 type mirrorEnd struct {
-	m    *replica.Mirror
-	path string
-	rd   *shm.Reader
+	m      *replica.Mirror
+	path   string
+	rd     *shm.Reader
+	stream bool // configured to take no datagrams: everything comes over its TCP or Unix stream
 }
 
 // newMirror mirrors src from ns (local address addr) into ring name over
@@ -167,7 +168,8 @@ func (r *rig) newMirror(ns *netns.NS, addr netip.Addr, src *source, name, tr str
 		return nil, err
 	}
 	r.stops = append(r.stops, func() { rd.Close() })
-	return &mirrorEnd{m: m, path: path, rd: rd}, nil
+	_, unixSource := replica.UnixSocket(cfg.Source)
+	return &mirrorEnd{m: m, path: path, rd: rd, stream: cfg.TCPOnly || unixSource}, nil
 }
 
 // configs are the server and mirror settings of a transport; dir tells

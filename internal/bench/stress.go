@@ -113,14 +113,14 @@ func pace(d time.Duration, rate int, push func(k int) error, between func()) (in
 // sleeps about 1 ms, so the records go in bursts of rate/1000.
 func sleepPace() { time.Sleep(100 * time.Microsecond) }
 
-// live pushes a record every millisecond until the mirror receives
-// datagrams (a TCP-only mirror: records) and has caught up: a unicast
-// mirror has punched, and the records before that, which came over TCP,
-// are not the first rate's.
+// live pushes a record every millisecond until the mirror has caught up
+// with at least one record and, unless it takes no datagrams (m.stream),
+// receives datagrams: a unicast mirror has punched, and the records
+// before that, which came over TCP, are not the first rate's.
 func (r *rig) live(src *source, m *mirrorEnd) error {
-	return waitFor(5*time.Second, "the mirror's first datagrams", func() bool {
+	return waitFor(5*time.Second, "the mirror to be live", func() bool {
 		st := m.m.Stats()
-		if (st.Datagrams > 0 || st.Transport == "tcp") && st.Next > 0 && st.Next == src.w.Next() {
+		if (st.Datagrams > 0 || m.stream) && st.Next > 0 && st.Next == src.w.Next() {
 			return true
 		}
 		return src.push(r) != nil
