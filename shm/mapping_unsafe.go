@@ -79,9 +79,14 @@ func (m *mapping) loadWords(dst []byte, off uint64) {
 	p := unsafe.Pointer(&m.data[off])
 	n := len(dst)
 	i := 0
-	for ; i+8 <= n; i += 8 {
-		w := atomic.LoadUint64((*uint64)(unsafe.Add(p, i)))
-		binary.LittleEndian.PutUint64(dst[i:i+8], w)
+	if n >= 8 {
+		// dst[:n&^7] is in bounds: store each word through a pointer,
+		// without a bounds check per word (uint64 holds no pointers, so an
+		// unaligned dst is fine for checkptr and for amd64 and arm64).
+		d := unsafe.Pointer(unsafe.SliceData(dst))
+		for ; i+8 <= n; i += 8 {
+			*(*uint64)(unsafe.Add(d, i)) = atomic.LoadUint64((*uint64)(unsafe.Add(p, i)))
+		}
 	}
 	if i < n {
 		var tail [8]byte

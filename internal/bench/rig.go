@@ -88,8 +88,11 @@ type source struct {
 }
 
 // push writes the next record, stamped now.
-func (s *source) push(r *rig) error {
-	synth.Fill(s.rec, s.w.Next(), r.stamp())
+func (s *source) push(r *rig) error { return s.pushAt(r.stamp()) }
+
+// pushAt writes the next record with stamp ts.
+func (s *source) pushAt(ts uint64) error {
+	synth.Fill(s.rec, s.w.Next(), ts)
 	_, err := s.w.Push(s.rec)
 	return err
 }

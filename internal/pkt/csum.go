@@ -17,39 +17,49 @@ import (
 // The sum of any bytes that are not all zero is never 0: as in the kernel,
 // the "negative zero" 0xffff is returned instead.
 func Sum(b []byte, initial uint32) uint32 {
-	acc := uint64(initial)
+	// RFC 1071 section 2(B): a sum of 16-bit words read in the other byte
+	// order is the byte-swapped sum. Reading native little-endian words
+	// spares a byte swap per load; initial goes in and the result comes out
+	// swapped.
+	acc := uint64(bits.ReverseBytes16(uint16(fold64(uint64(initial)))))
 	var c uint64
-	for len(b) >= 32 {
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b), c)
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[8:]), c)
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[16:]), c)
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b[24:]), c)
-		b = b[32:]
+	for len(b) >= 64 {
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[8:]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[16:]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[24:]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[32:]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[40:]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[48:]), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b[56:]), c)
+		b = b[64:]
 	}
 	for len(b) >= 8 {
-		acc, c = bits.Add64(acc, binary.BigEndian.Uint64(b), c)
+		acc, c = bits.Add64(acc, binary.LittleEndian.Uint64(b), c)
 		b = b[8:]
 	}
+	// The last 0..7 bytes, zero-padded: a trailing odd byte is the low
+	// byte of a little-endian word, the high byte of a big-endian one.
 	acc, c = bits.Add64(acc, tail(b), c)
 	// acc+c cannot overflow: after a carry-out acc <= 2^64-2.
-	return fold64(acc + c)
+	return uint32(bits.ReverseBytes16(uint16(fold64(acc + c))))
 }
 
-// tail returns the last 0..7 bytes of a buffer as a 64-bit big-endian word,
-// left-aligned and zero-padded, so 16-bit word boundaries are preserved.
+// tail returns the last 0..7 bytes of a buffer as a little-endian 64-bit
+// word, zero-padded, so 16-bit word boundaries are preserved.
 func tail(b []byte) uint64 {
 	var w uint64
-	shift := uint(48) // where the next 16-bit word goes
+	shift := uint(0) // where the next bytes go
 	if len(b) >= 4 {
-		w = uint64(binary.BigEndian.Uint32(b)) << 32
-		b, shift = b[4:], 16
+		w = uint64(binary.LittleEndian.Uint32(b))
+		b, shift = b[4:], 32
 	}
 	if len(b) >= 2 {
-		w |= uint64(binary.BigEndian.Uint16(b)) << shift
-		b, shift = b[2:], shift-16
+		w |= uint64(binary.LittleEndian.Uint16(b)) << shift
+		b, shift = b[2:], shift+16
 	}
 	if len(b) == 1 {
-		w |= uint64(b[0]) << (shift + 8)
+		w |= uint64(b[0]) << shift
 	}
 	return w
 }
