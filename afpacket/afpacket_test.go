@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -223,5 +224,47 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := afpacket.Open(1, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Open(%+v): %v, want it to mention %q", c.cfg, err, c.want)
 		}
+	}
+}
+
+// Filling tells frames in the block the kernel is still filling, which
+// Receive cannot hand out until the block retires, from an empty ring, and
+// a block the kernel opened after the last one read from one still
+// holding an earlier header.
+func TestFilling(t *testing.T) {
+	// The block retires only when full: its timer is far beyond the test.
+	r := newRig(t, afpacket.Config{BlockSize: 4096, Blocks: 4, BlockTimeout: time.Hour})
+	dst := netip.AddrPortFrom(r.p.BAddr, port)
+	if r.sock.Filling() || r.sock.Readable() {
+		t.Fatalf("empty ring: Filling %v, Readable %v", r.sock.Filling(), r.sock.Readable())
+	}
+	r.sendKernel(t, dst, 0, 3, 100)
+	r.fillingUntil(t)
+	if r.sock.Readable() {
+		t.Fatal("three frames in an open block: Readable, want not before the block retires")
+	}
+	// Enough frames to fill the first block: it retires and the next one,
+	// which the kernel opened after it, fills.
+	r.sendKernel(t, dst, 3, 30, 100)
+	got := r.receive(t, 1)
+	frames := make([][]byte, 64)
+	for k := r.sock.Receive(frames); k > 0; k = r.sock.Receive(frames) {
+		got = append(got, make([]uint32, k)...)
+	}
+	r.sock.Release()
+	if len(got) == 0 || len(got) >= 33 {
+		t.Fatalf("received %d frames of 33 from full blocks, want some but not all", len(got))
+	}
+	r.fillingUntil(t)
+}
+
+// fillingUntil waits, within wait, for Filling to report frames.
+func (r *rig) fillingUntil(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(wait); !r.sock.Filling(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("Filling still false after %v", wait)
+		}
+		runtime.Gosched()
 	}
 }

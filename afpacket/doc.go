@@ -38,7 +38,10 @@
 // Latency: a TPACKET_V3 block reaches user space when it is full or when
 // its retire timer (BlockTimeout, millisecond resolution, 1 ms by default)
 // fires, so at low rates a frame waits up to about a millisecond; at high
-// rates blocks fill and the ring delivers in large batches.
+// rates blocks fill and the ring delivers in large batches. Filling tells
+// a reader that found the ring empty that the open block already holds
+// frames (a protocol that repairs holes waits for them instead of asking
+// for them again).
 //
 // A Socket is not safe for concurrent use, except that its receive side
 // (Receive, Release, Readable) and its send side (ReserveTX, TXFrame,

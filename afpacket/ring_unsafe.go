@@ -19,3 +19,10 @@ func statusWord(b []byte, off int) *atomic.Uint32 {
 	_ = b[off+3]
 	return (*atomic.Uint32)(unsafe.Pointer(&b[off]))
 }
+
+// seqWord returns the 64-bit word at b[off:] (a block header's seq_num,
+// 8-aligned in a page-aligned block) for atomic loads.
+func seqWord(b []byte, off int) *atomic.Uint64 {
+	_ = b[off+7]
+	return (*atomic.Uint64)(unsafe.Pointer(&b[off]))
+}

@@ -11,6 +11,7 @@ import (
 const (
 	blockNumPkts  = 12 // bh1.num_pkts
 	blockFirstPkt = 16 // bh1.offset_to_first_pkt
+	blockSeqNum   = 24 // bh1.seq_num (u64): the kernel numbers the blocks it opens 1, 2, ...
 	pktNextOff    = 0  // tp_next_offset
 	pktSnaplen    = 12 // tp_snaplen
 	pktMac        = 24 // tp_mac (u16): the frame's offset from the header
@@ -19,10 +20,11 @@ const (
 // rxState is the receive side's state (owned by the receiving goroutine).
 type rxState struct {
 	nblocks, size int
-	blk           int  // the block Receive reads next (the kernel fills them in order)
-	open          bool // blk is ours and partly handed out
-	left, off     int  // packets of blk still to hand out; the next one's offset
-	first, held   int  // blocks handed out completely, from first, until Release
+	blk           int    // the block Receive reads next (the kernel fills them in order)
+	open          bool   // blk is ours and partly handed out
+	left, off     int    // packets of blk still to hand out; the next one's offset
+	first, held   int    // blocks handed out completely, from first, until Release
+	seq           uint64 // bh1.seq_num of the last block opened (0: none yet)
 
 	frames, bytes, blocks counter
 }
@@ -72,6 +74,7 @@ func (s *Socket) openBlock() bool {
 		}
 		r.left = int(binary.NativeEndian.Uint32(b[blockNumPkts:]))
 		r.off = int(binary.NativeEndian.Uint32(b[blockFirstPkt:]))
+		r.seq = binary.NativeEndian.Uint64(b[blockSeqNum:])
 		r.open = true
 		if r.left > 0 && r.off+pktMac+2 <= len(b) {
 			return true
@@ -112,4 +115,27 @@ func (s *Socket) Readable() bool {
 		return false
 	}
 	return statusWord(s.block(r.blk), blockStatusOff).Load()&unix.TP_STATUS_USER != 0
+}
+
+// Filling reports whether the kernel has put frames in the block it is
+// filling, the next one Receive reads: they reach Receive only when that
+// block is handed over, full or when BlockTimeout retires it, and until
+// then a reader that finds the ring empty has not seen everything that
+// arrived. Called by the receiving goroutine.
+//
+// It reads the kernel's own block header while the kernel writes it:
+// bh1.seq_num tells a block the kernel opened after the last one Receive
+// took (the next number) from one that still holds a past lap's header,
+// and bh1.num_pkts, which the kernel raises frame by frame, is only
+// compared with zero.
+func (s *Socket) Filling() bool {
+	r := &s.rx
+	if r.open || r.held == r.nblocks {
+		return false
+	}
+	b := s.block(r.blk)
+	if statusWord(b, blockStatusOff).Load()&unix.TP_STATUS_USER != 0 {
+		return false // handed over: Readable
+	}
+	return seqWord(b, blockSeqNum).Load() == r.seq+1 && statusWord(b, blockNumPkts).Load() != 0
 }

@@ -124,6 +124,10 @@
 // into the mirror ring and publishes write_seq there after each datagram
 // (shm wakes the ring's futex waiters, the mirror's local readers), writes
 // a NAK itself when one is due, and hands a STATUS to the status writer.
+// A hole that a later datagram shows is NAKed at once; one that only a
+// heartbeat shows (a TCP heartbeat overtakes the datagrams) waits while
+// the last receive filled its batch or the transport holds datagrams back
+// (Withholder: AF_PACKET's unretired block), at most NakRepeat.
 // When a step found nothing, Run waits as MirrorConfig.Wait says
 // (mirror_wait.go, internal/idle): adaptive spins, then yields, then
 // sleeps in ppoll(2) on the transport's descriptors (Pollable) and an

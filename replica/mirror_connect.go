@@ -266,6 +266,7 @@ func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
 		return fmt.Errorf("datagram transport: %w", err)
 	}
 	c.udp, c.mc, c.spec = t, mc, spec
+	c.withholder, _ = t.(Withholder)
 	if p, ok := t.(Pollable); ok {
 		p.OnArrival(m.notify)
 	}

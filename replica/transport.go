@@ -70,6 +70,17 @@ type Peeker interface {
 	Arrived() bool
 }
 
+// Withholder is a Transport that can tell, after a RecvBatch that
+// returned everything it could, that more datagrams have reached this host
+// which it cannot return yet: AF_PACKET's receive ring hands frames over a
+// block at a time, when the block is full or its retire timer fires (up to
+// a few milliseconds later). A mirror then does not NAK a hole that only a
+// heartbeat shows, whose datagrams may be among them, until they are
+// returned or NakRepeat has passed.
+type Withholder interface {
+	Withheld() bool
+}
+
 // TransportName names a transport in the statistics: "udp" for kernel UDP,
 // or what the transport's Name method returns ("xdp", "afpacket").
 func TransportName(t Transport) string {

@@ -177,7 +177,17 @@ func (a *AFPacket) PollFDs() []int { return []int{a.sock.FD()} }
 // OnArrival does nothing: nothing but the kernel fills the ring.
 func (a *AFPacket) OnArrival(func()) {}
 
+// Withheld reports whether datagrams have arrived that RecvBatch cannot
+// return yet: frames in the receive block the kernel is still filling
+// (see replica.Withholder).
+func (a *AFPacket) Withheld() bool {
+	a.recvMu.Lock()
+	defer a.recvMu.Unlock()
+	return !a.closed.Load() && a.sock.Filling()
+}
+
 var (
-	_ replica.Transport = (*AFPacket)(nil)
-	_ replica.Pollable  = (*AFPacket)(nil)
+	_ replica.Transport  = (*AFPacket)(nil)
+	_ replica.Pollable   = (*AFPacket)(nil)
+	_ replica.Withholder = (*AFPacket)(nil)
 )
