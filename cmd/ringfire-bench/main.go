@@ -47,7 +47,7 @@ const benchHelp = `Bench measures every datagram path side by side, in one run, 
 network namespaces on one veth pair that it creates and removes (root is
 needed): the closed-loop round trip of one record (pingpong), an open loop
 at fixed rates that finds the highest rate each transport carries without
-loss (stress), push-to-read latency on the source host, on a mirror on the
+loss (stress; the zero-loss sweep once per --waits), push-to-read latency on the source host, on a mirror on the
 same host, on the other host and through a hub (stages), one source with
 1, 4 and 16 mirrors (fanout), and one sendmmsg to N mirrors against N
 sendto calls (sendcost), and the ring-to-ring round trip as deployed,
@@ -93,7 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.stress, "stress", time.Second, "open loop `duration` per rate")
 	fs.DurationVar(&f.stages, "stages", time.Second, "`duration` of each stage and fan-out measurement")
 	fs.StringVar(&f.waits, "waits", strings.Join(bench.DefaultWaits, ","),
-		"deployed: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X, loop-X: one ringfire run per host, its serve and mirror on one loop waiting as X, unicast only)")
+		"deployed and the zero-loss sweep: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X, loop-X: one ringfire run per host, its serve and mirror on one loop waiting as X, deployed unicast only)")
 	fs.IntVar(&f.warmUp, "warmup", 10_000, "deployed: warm-up round trips per measurement")
 	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
 	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")

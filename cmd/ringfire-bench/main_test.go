@@ -96,10 +96,10 @@ func checkDeployed(t *testing.T, d bench.Deployed, roles ...string) {
 // well-formed SVG charts. It asserts what was measured, never how fast.
 func TestBenchSmoke(t *testing.T) {
 	out, stdout := runBench(t, 2*time.Minute, "--quick", "--transports", "udp-unicast,xdp-unicast",
-		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms")
+		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms", "--waits", "default,yield")
 	wantContains(t, "bench output", stdout, "ping-pong round trip", "udp-unicast", "xdp-unicast", "zero-loss rate", "send cost")
 	rep := readReport(t, out)
-	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 2 || len(rep.Stages) != 22 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
+	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 4 || len(rep.Stages) != 22 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
 		t.Fatalf("report sections: %d pingpong, %d zero-loss, %d stages, %d fan-out, %d send cost",
 			len(rep.PingPong), len(rep.ZeroLoss), len(rep.Stages), len(rep.Fanout), len(rep.SendCost))
 	}
@@ -129,13 +129,18 @@ func TestBenchSmoke(t *testing.T) {
 
 // The zero-loss sweep over TCP alone waits for its mirror's records, not
 // for datagrams a TCP mirror never gets (it timed out so and reported no
-// rate for TCP).
+// rate for TCP). It runs once per wait: the default, and a Loop per host.
 func TestBenchZeroLossTCP(t *testing.T) {
 	out, _ := runBench(t, time.Minute, "--sections", "stress", "--transports", "tcp",
-		"--rates", "100000", "--stress", "200ms")
+		"--rates", "100000", "--stress", "200ms", "--waits", "default,loop-yield")
 	rep := readReport(t, out)
-	if len(rep.ZeroLoss) != 1 || rep.ZeroLoss[0].Transport != "tcp" || rep.ZeroLoss[0].Rate != 100_000 {
-		t.Fatalf("zero-loss: %+v, want tcp at 100000/s", rep.ZeroLoss)
+	if len(rep.ZeroLoss) != 2 {
+		t.Fatalf("zero-loss: %+v, want one per wait", rep.ZeroLoss)
+	}
+	for i, wait := range []string{"adaptive", "loop-yield"} {
+		if z := rep.ZeroLoss[i]; z.Transport != "tcp" || z.Wait != wait || z.Rate != 100_000 {
+			t.Errorf("zero-loss %d: %+v, want tcp, %s, at 100000/s", i, z, wait)
+		}
 	}
 }
 

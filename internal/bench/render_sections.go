@@ -2,6 +2,7 @@ package bench
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -108,34 +109,48 @@ func (r *Report) stressTable() table {
 	return t
 }
 
-// ratioBases are the transports the zero-loss rates are compared with.
-var ratioBases = []string{"udp unicast", "udp multicast"}
+// ratioBases are the transports the zero-loss rates are compared with
+// (as the bench names them; sameTransport also takes "udp unicast").
+var ratioBases = []string{"udp-unicast", "udp-multicast"}
 
-// zeroLossTable tabulates each transport's best lossless rate and its
-// ratio to the kernel UDP transports present in the report.
+// sameTransport reports whether a and b name one transport, spelled with
+// a hyphen or a space.
+func sameTransport(a, b string) bool {
+	return strings.ReplaceAll(a, " ", "-") == strings.ReplaceAll(b, " ", "-")
+}
+
+// zeroLossTable tabulates each transport's best lossless rate per wait and
+// its ratio to the kernel UDP transports' in the same wait.
 func (r *Report) zeroLossTable() table {
-	t := table{title: "zero-loss rate (records/s)", header: []string{"transport", "offered/s", "achieved/s"}}
-	var bases []float64
+	t := table{title: "zero-loss rate (records/s)", header: []string{"transport", "wait", "offered/s", "achieved/s"}}
+	var bases []string
 	for _, name := range ratioBases {
-		if z, ok := r.zeroLoss(name); ok && z.Rate > 0 {
-			t.header = append(t.header, "vs "+name)
-			bases = append(bases, float64(z.Rate))
+		for _, z := range r.ZeroLoss {
+			if sameTransport(z.Transport, name) && z.Rate > 0 {
+				t.header = append(t.header, "vs "+z.Transport)
+				bases = append(bases, z.Transport)
+				break
+			}
 		}
 	}
 	for _, z := range r.ZeroLoss {
-		row := []string{z.Transport, zeroLossRate(z), fmtSI(z.Achieved)}
-		for _, b := range bases {
-			row = append(row, fmtRatio(float64(z.Rate), b))
+		row := []string{z.Transport, z.waitName(), zeroLossRate(z), fmtSI(z.Achieved)}
+		for _, name := range bases {
+			ratio := "-"
+			if b, ok := r.zeroLoss(name, z.Wait); ok && b.Rate > 0 {
+				ratio = fmtRatio(float64(z.Rate), float64(b.Rate))
+			}
+			row = append(row, ratio)
 		}
 		t.rows = append(t.rows, row)
 	}
 	return t
 }
 
-// zeroLoss finds a transport's zero-loss entry.
-func (r *Report) zeroLoss(transport string) (ZeroLoss, bool) {
+// zeroLoss finds a transport's zero-loss entry in one wait.
+func (r *Report) zeroLoss(transport, wait string) (ZeroLoss, bool) {
 	for _, z := range r.ZeroLoss {
-		if z.Transport == transport {
+		if z.Transport == transport && z.Wait == wait {
 			return z, true
 		}
 	}

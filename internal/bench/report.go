@@ -13,7 +13,7 @@ type Report struct {
 	PingPong []Latency  `json:"pingpong"`     // one per transport
 	Datagram []Latency  `json:"datagram"`     // one datagram A → B → A, no ring
 	Stress   []Stress   `json:"stress"`       // per transport and offered rate
-	ZeroLoss []ZeroLoss `json:"zero_loss"`    // per transport: the sweep's best
+	ZeroLoss []ZeroLoss `json:"zero_loss"`    // per transport and wait: the sweep's best
 	Stages   []Latency  `json:"stages"`       // push-to-read, per stage
 	Fanout   []Fanout   `json:"fanout"`       // per transport and mirror count
 	SendCost []SendCost `json:"send_cost"`    // sendmmsg to N mirrors against N sendto
@@ -105,9 +105,28 @@ func (s Stress) Lossless() bool {
 // ZeroLoss is the highest offered rate a transport carried without loss.
 type ZeroLoss struct {
 	Transport string  `json:"transport"`
-	Rate      int     `json:"offered_per_s"` // 0: none of the sweep's rates
+	Wait      string  `json:"wait,omitempty"` // how its sender and mirror waited (a bench wait name; empty in reports before 2026-12-07: the default)
+	Rate      int     `json:"offered_per_s"`  // 0: none of the sweep's rates
 	Achieved  float64 `json:"achieved_per_s"`
 	Capped    bool    `json:"capped"` // lossless at the top of the sweep: a lower bound
+}
+
+// waitName is how z's sender and mirror waited (reports before waits were
+// swept ran the default, adaptive).
+func (z ZeroLoss) waitName() string {
+	if z.Wait == "" {
+		return "adaptive"
+	}
+	return z.Wait
+}
+
+// label names z in a chart: its transport, and its wait unless that is
+// the default.
+func (z ZeroLoss) label() string {
+	if w := z.waitName(); w != "adaptive" {
+		return z.Transport + " " + w
+	}
+	return z.Transport
 }
 
 // Fanout is one source serving Mirrors mirrors over one transport.

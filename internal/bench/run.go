@@ -185,11 +185,14 @@ func plan(cfg *Config, rep *Report) []step {
 				runs, err := r.sweep(tr, cfg.Record, cfg.Rates, cfg.Stress)
 				rep.Stress = append(rep.Stress, runs...)
 				return err
-			}}, step{"zero-loss " + tr, func(r *rig) error {
-				best, err := r.zeroLoss(tr, cfg.Record, cfg.Rates, cfg.Stress)
-				rep.ZeroLoss = append(rep.ZeroLoss, best)
-				return err
 			}})
+			for _, w := range cfg.Waits {
+				steps = append(steps, step{"zero-loss " + tr + " wait " + w, func(r *rig) error {
+					best, err := r.zeroLoss(tr, w, cfg.Record, cfg.Rates, cfg.Stress)
+					rep.ZeroLoss = append(rep.ZeroLoss, best)
+					return err
+				}})
+			}
 		}
 	}
 	return append(steps, planRest(cfg, rep, has)...)

@@ -118,6 +118,11 @@ func (r *rig) hostLoops(loops bool) (onA, onB *replica.Loop, err error) {
 	if !loops {
 		return nil, nil, nil
 	}
+	return r.hostLoopsWith(replica.WaitAdaptive)
+}
+
+// hostLoopsWith starts a Loop per host waiting as mode.
+func (r *rig) hostLoopsWith(mode replica.WaitMode) (onA, onB *replica.Loop, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var done []chan struct{}
 	stop := func() {
@@ -127,7 +132,7 @@ func (r *rig) hostLoops(loops bool) (onA, onB *replica.Loop, err error) {
 		}
 	}
 	for _, l := range []**replica.Loop{&onA, &onB} {
-		if *l, err = replica.NewLoop(replica.LoopConfig{}); err != nil {
+		if *l, err = replica.NewLoop(replica.LoopConfig{Wait: mode}); err != nil {
 			stop()
 			return nil, nil, err
 		}

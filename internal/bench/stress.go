@@ -45,24 +45,59 @@ func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress
 
 // zeroLoss finds the highest rate transport tr carries one way (source on
 // host A, mirror on host B) with every record delivered in order and no
-// NAK repair: the producer pushes at each rate for d without waiting, and
-// the mirror must then hold every record, with no gap and no
-// retransmission. The sweep stops at the second rate in a row that loses.
-func (r *rig) zeroLoss(tr string, size int, rates []int, d time.Duration) (ZeroLoss, error) {
+// NAK repair, its sender and mirror waiting as wait (a bench wait name:
+// "default", a mode, or a loop's such as loop-yield, a Loop per host): the
+// producer pushes at each rate for d without waiting, and the mirror must
+// then hold every record, with no gap and no retransmission. The sweep
+// stops at the second rate in a row that loses.
+func (r *rig) zeroLoss(tr, wait string, size int, rates []int, d time.Duration) (ZeroLoss, error) {
 	defer r.reset()
-	p := r.pair
-	src, err := r.newSource(p.A, p.AAddr, "Z", size, 1<<20, tr, 0, nil)
+	onA, onB, mode, err := r.zeroLossWaits(wait)
 	if err != nil {
 		return ZeroLoss{}, err
 	}
-	m, err := r.newMirror(p.B, p.BAddr, src, "Z-mirror", tr, 0, nil)
+	p := r.pair
+	src, err := r.newSource(p.A, p.AAddr, "Z", size, 1<<20, tr, 0, func(c *replica.ServerConfig) { c.Wait, c.Loop = mode, onA })
+	if err != nil {
+		return ZeroLoss{}, err
+	}
+	m, err := r.newMirror(p.B, p.BAddr, src, "Z-mirror", tr, 0, func(c *replica.MirrorConfig) { c.Wait, c.Loop = mode, onB })
 	if err != nil {
 		return ZeroLoss{}, err
 	}
 	if err := r.live(src, m); err != nil {
 		return ZeroLoss{}, err
 	}
-	return sweepZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
+	best, err := sweepZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
+	best.Wait = zeroLossWait(wait)
+	return best, err
+}
+
+// zeroLossWaits sets up a bench wait name for the zero-loss sweep: a Loop
+// per host for a loop's name, else the mode (the default's for
+// "default").
+func (r *rig) zeroLossWaits(wait string) (onA, onB *replica.Loop, mode replica.WaitMode, err error) {
+	if _, m, loop := loopWait(wait); loop {
+		if mode, err = replica.ParseWaitMode(m); err != nil {
+			return nil, nil, mode, err
+		}
+		onA, onB, err = r.hostLoopsWith(mode)
+		return onA, onB, mode, err
+	}
+	if wait == "default" {
+		return nil, nil, replica.WaitAdaptive, nil
+	}
+	mode, err = replica.ParseWaitMode(wait)
+	return nil, nil, mode, err
+}
+
+// zeroLossWait is a ZeroLoss's Wait for a bench wait name: the default's
+// is adaptive.
+func zeroLossWait(wait string) string {
+	if wait == "default" {
+		return "adaptive"
+	}
+	return wait
 }
 
 // errSweepDone is what a sweep's step returns to end it without a result

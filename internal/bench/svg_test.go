@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -97,8 +98,8 @@ func TestWriteSVG(t *testing.T) {
 		t.Errorf("latency title missing: %v", lat.textY)
 	}
 	tp := parseSVG(t, readFile(t, paths[1]))
-	if len(tp.bars) != 10 {
-		t.Errorf("throughput bars %q, want 5 zero-loss and 5 stress", tp.bars)
+	if len(tp.bars) != 12 || !slices.Contains(tp.bars, "xdp unicast yield") || !slices.Contains(tp.bars, "xdp unicast") {
+		t.Errorf("throughput bars %q, want 7 zero-loss (a wait other than the default named) and 5 stress", tp.bars)
 	}
 	for _, label := range []string{"≥ 1.60 M/s", "200 k/s", "zero-loss rate", "stress sweep: highest achieved rate"} {
 		if _, ok := tp.textY[label]; !ok {
@@ -119,8 +120,8 @@ func TestSVGSkipsMissing(t *testing.T) {
 		t.Errorf("series %q, markers %v", lat.series, lat.circles)
 	}
 	tp := parseSVG(t, r.throughputSVG())
-	if len(tp.bars) != 4 {
-		t.Errorf("bars %q", tp.bars)
+	if len(tp.bars) != 6 {
+		t.Errorf("bars %q, want the 6 zero-loss rates left", tp.bars)
 	}
 	for _, doc := range []string{r.latencySVG(), r.throughputSVG()} {
 		if strings.Contains(doc, "NaN") || strings.Contains(doc, "Inf") {

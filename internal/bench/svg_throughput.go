@@ -30,7 +30,7 @@ func (r *Report) throughputGroups() []barGroup {
 	zl := barGroup{title: "zero-loss rate"}
 	for _, z := range r.ZeroLoss {
 		if v := float64(z.Rate); valid(v) {
-			zl.bars = append(zl.bars, bar{z.Transport, v, zeroLossRate(z) + "/s", colours[z.Transport]})
+			zl.bars = append(zl.bars, bar{z.label(), v, zeroLossRate(z) + "/s", colours[z.Transport]})
 		}
 	}
 	st := barGroup{title: "stress sweep: highest achieved rate"}
