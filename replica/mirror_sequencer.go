@@ -49,9 +49,11 @@ type sequencer struct {
 	nakAt        time.Time
 	suppressNaks bool // a catch-up over TCP is filling the holes
 	// queued: the last receive filled its batch, so more datagrams may be
-	// waiting at this end (set by the mirror every step). hbHole: when a
-	// hole that only a heartbeat shows was first seen (zero: none).
+	// waiting at this end; withholder (nil: none) can tell datagrams the
+	// transport holds back (both set by the mirror every step). hbHole:
+	// when a hole that only a heartbeat shows was first seen (zero: none).
 	queued         bool
+	withholder     Withholder
 	hbHole         time.Time
 	hbHoleFrom     uint64 // the next sequence when hbHole was set: a hole that moved is a new one
 	tcpOnly        bool   // every record comes over TCP
@@ -200,12 +202,13 @@ func (s *sequencer) wantNak(now time.Time) (first, last uint64, ok bool) {
 	} else {
 		// Only a heartbeat (a TCP one may overtake the datagrams) says
 		// these are missing: their datagrams may still be queued here.
-		// NAK once the receive queue was drained, or the hole has lasted
-		// NakRepeat without moving (records still arriving move it).
+		// NAK once the receive queue was drained and the transport
+		// holds nothing back, or the hole has lasted NakRepeat without
+		// moving (records still arriving move it).
 		if s.hbHole.IsZero() || s.hbHoleFrom != s.next {
 			s.hbHole, s.hbHoleFrom = now, s.next
 		}
-		if s.queued && now.Sub(s.hbHole) < NakRepeat {
+		if now.Sub(s.hbHole) < NakRepeat && (s.queued || s.withholder != nil && s.withholder.Withheld()) {
 			return 0, 0, false
 		}
 	}

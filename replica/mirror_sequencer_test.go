@@ -335,3 +335,55 @@ func TestSequencerWaitsForQueuedDatagrams(t *testing.T) {
 		t.Fatalf("a hole behind a held frame: NAK %d..%d %v", first, last, ok)
 	}
 }
+
+// sqWithholder is a transport's Withholder that counts the questions.
+type sqWithholder struct {
+	held  bool
+	asked int
+}
+
+func (w *sqWithholder) Withheld() bool { w.asked++; return w.held }
+
+// TestSequencerWaitsForWithheldDatagrams: a hole only a heartbeat shows is
+// not NAKed while the transport holds datagrams back, at most NakRepeat;
+// the transport is asked only when such a hole waits, never for a hole a
+// held frame shows or when there is none.
+func TestSequencerWaitsForWithheldDatagrams(t *testing.T) {
+	now := time.Unix(1000, 0)
+	s, _, _ := newSQ(t, 1)
+	w := &sqWithholder{held: true}
+	s.withholder = w
+	sqData(t, s, 1, 2, false)
+	if _, _, ok := s.wantNak(now); ok || w.asked != 0 {
+		t.Fatalf("no hole: NAK %v, transport asked %d times", ok, w.asked)
+	}
+	s.heartbeat(9)
+	if _, _, ok := s.wantNak(now); ok || w.asked != 1 {
+		t.Fatalf("a hole while the transport holds datagrams back: NAK %v (asked %d)", ok, w.asked)
+	}
+	if first, last, ok := s.wantNak(now.Add(NakRepeat)); !ok || first != 3 || last != 9 {
+		t.Fatalf("after NakRepeat: NAK %d..%d %v", first, last, ok)
+	}
+
+	s, _, _ = newSQ(t, 1)
+	w = &sqWithholder{held: true}
+	s.withholder = w
+	sqData(t, s, 1, 2, false)
+	s.heartbeat(9)
+	if _, _, ok := s.wantNak(now); ok {
+		t.Fatal("NAK while the transport holds datagrams back")
+	}
+	w.held = false // the block retired without them: they are lost
+	if first, last, ok := s.wantNak(now.Add(time.Microsecond)); !ok || first != 3 || last != 9 {
+		t.Fatalf("once nothing is held back: NAK %d..%d %v", first, last, ok)
+	}
+
+	s, _, _ = newSQ(t, 1)
+	w = &sqWithholder{held: true}
+	s.withholder = w
+	sqData(t, s, 1, 2, false)
+	sqData(t, s, 6, 2, false) // held: 3..5 were lost on the way
+	if first, last, ok := s.wantNak(now); !ok || first != 3 || last != 5 || w.asked != 0 {
+		t.Fatalf("a hole behind a held frame: NAK %d..%d %v, transport asked %d times", first, last, ok, w.asked)
+	}
+}

@@ -111,14 +111,8 @@ type ZeroLoss struct {
 	Capped    bool    `json:"capped"` // lossless at the top of the sweep: a lower bound
 }
 
-// waitName is how z's sender and mirror waited (reports before waits were
-// swept ran the default, adaptive).
-func (z ZeroLoss) waitName() string {
-	if z.Wait == "" {
-		return "adaptive"
-	}
-	return z.Wait
-}
+// waitName is how z's sender and mirror waited.
+func (z ZeroLoss) waitName() string { return zeroLossWait(z.Wait) }
 
 // label names z in a chart: its transport, and its wait unless that is
 // the default.

@@ -73,28 +73,25 @@ func (r *rig) zeroLoss(tr, wait string, size int, rates []int, d time.Duration) 
 	return best, err
 }
 
-// zeroLossWaits sets up a bench wait name for the zero-loss sweep: a Loop
-// per host for a loop's name, else the mode (the default's for
-// "default").
+// zeroLossWaits sets up a bench wait name for the zero-loss sweep: its
+// mode (modeOf; "default" is the zero mode, adaptive), and a Loop per
+// host for a loop's name.
 func (r *rig) zeroLossWaits(wait string) (onA, onB *replica.Loop, mode replica.WaitMode, err error) {
-	if _, m, loop := loopWait(wait); loop {
-		if mode, err = replica.ParseWaitMode(m); err != nil {
+	if name := modeOf(wait); name != "default" {
+		if mode, err = replica.ParseWaitMode(name); err != nil {
 			return nil, nil, mode, err
 		}
+	}
+	if _, _, loop := loopWait(wait); loop {
 		onA, onB, err = r.hostLoopsWith(mode)
-		return onA, onB, mode, err
 	}
-	if wait == "default" {
-		return nil, nil, replica.WaitAdaptive, nil
-	}
-	mode, err = replica.ParseWaitMode(wait)
-	return nil, nil, mode, err
+	return onA, onB, mode, err
 }
 
-// zeroLossWait is a ZeroLoss's Wait for a bench wait name: the default's
-// is adaptive.
+// zeroLossWait is a ZeroLoss's Wait for a bench wait name: "default" (and
+// the empty Wait of reports before waits were swept) is adaptive.
 func zeroLossWait(wait string) string {
-	if wait == "default" {
+	if wait == "" || wait == "default" {
 		return "adaptive"
 	}
 	return wait
