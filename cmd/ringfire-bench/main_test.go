@@ -99,7 +99,7 @@ func TestBenchSmoke(t *testing.T) {
 		"--sections", "pingpong,stress,stages,fanout,sendcost", "--fanout", "1,2", "--pingpong", "200ms", "--waits", "default,yield")
 	wantContains(t, "bench output", stdout, "ping-pong round trip", "udp-unicast", "xdp-unicast", "zero-loss rate", "send cost")
 	rep := readReport(t, out)
-	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 4 || len(rep.Stages) != 22 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
+	if len(rep.PingPong) != 2 || len(rep.Datagram) != 2 || len(rep.ZeroLoss) != 4 || len(rep.Stages) != 24 || len(rep.Fanout) != 4 || len(rep.SendCost) != 2 {
 		t.Fatalf("report sections: %d pingpong, %d zero-loss, %d stages, %d fan-out, %d send cost",
 			len(rep.PingPong), len(rep.ZeroLoss), len(rep.Stages), len(rep.Fanout), len(rep.SendCost))
 	}
@@ -112,8 +112,8 @@ func TestBenchSmoke(t *testing.T) {
 			floors++
 		}
 	}
-	if floors != 3 { // the stages' floor: same host, other host, hub → leaf
-		t.Errorf("%d rows of the stages' floor, want 3", floors)
+	if floors != 5 { // the stages' floors: same host, other host, hub → leaf; a mirror and the hub alone
+		t.Errorf("%d rows of the stages' floor, want 5", floors)
 	}
 	for _, s := range rep.Stress {
 		if s.Pushed == 0 || s.Delivered == 0 {

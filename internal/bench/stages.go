@@ -30,8 +30,8 @@ const stageRate = 20_000
 // four at once again with the same-host mirror on the source's Unix socket
 // instead of TCP; all four at once with each host's endpoints on one
 // replica.Loop (two hot loops instead of four), on TCP and on the Unix
-// socket; then the floor of all four at once
-// (stagesFloor). With acks it times the source's Wait for its two mirrors
+// socket; then the floors of all four at once, of a mirror alone and of
+// the hub alone (stagesFloor). With acks it times the source's Wait for its two mirrors
 // after the first (waitAcks).
 func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
 	defer r.reset()

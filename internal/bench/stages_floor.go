@@ -12,12 +12,12 @@ import (
 	"github.com/ringfire/ringfire/shm"
 )
 
-// The stages' floor: what the thread layout of "all four at once" costs
-// with no network, no socket and no ringfire code. Four relays, each a
-// hot loop on a locked thread of its own, pass the source ring's records
-// on through rings in /dev/shm as the stages' endpoints do, polling and
-// calling sched_yield after a pass that found nothing (the yield phase in
-// which adaptive's loops spend the stages):
+// The stages' floor: what the thread layouts of the stages cost with no
+// network, no socket and no ringfire code. Relays, each a hot loop on a
+// locked thread of its own, pass the source ring's records on through
+// rings in /dev/shm as the stages' endpoints do, polling and calling
+// sched_yield after a pass that found nothing (the yield phase in which
+// adaptive's loops spend the stages). All four paths at once:
 //
 //	S ─▶ sender ─┬▶ X ─▶ same-host mirror ─▶ X′             (read)
 //	             └▶ Y ─▶ remote mirror ───┬▶ Y′           (read)
@@ -26,8 +26,12 @@ import (
 // The remote mirror writes H itself, as a hub's mirror hands its records
 // to the hub's sender on its own thread (the sender then sleeps), so the
 // floor has the same five busy threads as the stages, the bench's pushing
-// and reading one included. A row's distance above its floor is what the
-// sockets and ringfire's own work add.
+// and reading one included. A path alone is its own part of the drawing:
+// S ─▶ sender ─▶ Y ─▶ mirror ─▶ Y′ (three busy threads), or the hub's
+// S ─▶ sender ─▶ Y ─▶ hub's mirror ─▶ H ─▶ leaf ─▶ H′ (four). A row's
+// distance above its floor is what the sockets and ringfire's own work
+// add; the hub's floor against a mirror's alone is what one more busy
+// thread on two cores costs before any network.
 
 // floorHop is one relay: it copies every record of in into each of outs.
 type floorHop struct {
@@ -77,19 +81,64 @@ func (f *floorRings) close() {
 	os.RemoveAll(f.dir)
 }
 
-// stagesFloor measures the floor of the stages' all-at-once rows at rate
-// for d: the bench's reads of X′, Y′ and H′, named after the rows they
-// are the floor of.
+// floorLayout is one thread layout of the floor: its relays (each the
+// ring it reads, then the rings it writes), the rings the bench reads
+// (the first unnamed: a reader the stages have but report no row of) and
+// the rows they are the floor of.
+type floorLayout struct {
+	hops  [][]string
+	reads []string
+	names []string
+}
+
+// floorLayouts are the stages' thread layouts: all four paths at once
+// (five busy threads, the bench's one included), a mirror alone (three:
+// the same-host and the other-host path alone have the same layout) and
+// the hub alone (four: the hub's mirror writes H itself).
+var floorLayouts = []floorLayout{
+	{
+		hops:  [][]string{{"S", "X", "Y"}, {"X", "X2"}, {"Y", "Y2", "H"}, {"H", "H2"}},
+		reads: []string{"S", "X2", "Y2", "H2"}, // S as the stages' source-host reader
+		names: []string{"", "mirror, same host", "mirror, other host", "hub → leaf"},
+	},
+	{
+		hops:  [][]string{{"S", "Y"}, {"Y", "Y2"}},
+		reads: []string{"Y2"},
+		names: []string{"a mirror alone (same host or other host)"},
+	},
+	{
+		hops:  [][]string{{"S", "Y"}, {"Y", "Y2", "H"}, {"H", "H2"}},
+		reads: []string{"H2"},
+		names: []string{"hub → leaf, alone"},
+	},
+}
+
+// stagesFloor measures the floor of the stages' rows at rate for d, each
+// layout of floorLayouts in turn: the bench's reads, named after the rows
+// they are the floor of.
 func (r *rig) stagesFloor(size int, d time.Duration, rate int) ([]Latency, error) {
+	var out []Latency
+	for _, lay := range floorLayouts {
+		ls, err := r.floorOf(lay, size, d, rate)
+		out = append(out, ls...)
+		if err != nil {
+			return out, fmt.Errorf("bench: stages floor: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// floorOf measures one layout in rings of a directory of its own.
+func (r *rig) floorOf(lay floorLayout, size int, d time.Duration, rate int) ([]Latency, error) {
 	dir, err := os.MkdirTemp(r.dir, "floor-")
 	if err != nil {
-		return nil, fmt.Errorf("bench: stages floor: %w", err)
+		return nil, err
 	}
 	f := &floorRings{dir: dir, writers: map[string]*shm.Writer{}}
 	defer f.close()
-	hops, reads, err := f.layout(size)
+	hops, reads, err := f.layout(lay, size)
 	if err != nil {
-		return nil, fmt.Errorf("bench: stages floor: %w", err)
+		return nil, err
 	}
 	src := &source{w: f.writers["S"], rec: make([]byte, size)}
 	stop := runFloor(hops, size)
@@ -98,22 +147,27 @@ func (r *rig) stagesFloor(size int, d time.Duration, rate int) ([]Latency, error
 	if err != nil {
 		return nil, err
 	}
-	names := []string{"mirror, same host", "mirror, other host", "hub → leaf"}
-	out := make([]Latency, len(names))
-	for i, h := range hs[1:] { // the source ring's own reader is the stages' too, but no row
-		out[i] = Latency{Name: fmt.Sprintf("floor of %s: the hand-offs alone at %s/s", names[i], fmtSI(float64(rate))), Lat: h.percentiles()}
+	for _, name := range lay.reads { // measure's drain gave the relays time
+		if got, want := f.writers[name].Next(), src.w.Next(); got != want {
+			return nil, fmt.Errorf("ring %s has %d records of %d: a relay fell behind", name, got-1, want-1)
+		}
+	}
+	var out []Latency
+	for i, h := range hs {
+		if lay.names[i] != "" {
+			out = append(out, Latency{Name: fmt.Sprintf("floor of %s: the hand-offs alone at %s/s", lay.names[i], fmtSI(float64(rate))), Lat: h.percentiles()})
+		}
 	}
 	return out, nil
 }
 
-// layout creates the floor's rings and returns its relays and the readers
-// of S, X′, Y′ and H′.
-func (f *floorRings) layout(size int) ([]floorHop, []*shm.Reader, error) {
+// layout creates the floor's rings and returns lay's relays and readers.
+func (f *floorRings) layout(lay floorLayout, size int) ([]floorHop, []*shm.Reader, error) {
 	if err := f.create(size); err != nil {
 		return nil, nil, err
 	}
 	var hops []floorHop
-	for _, h := range [][]string{{"S", "X", "Y"}, {"X", "X2"}, {"Y", "Y2", "H"}, {"H", "H2"}} {
+	for _, h := range lay.hops {
 		rd, err := f.read(h[0])
 		if err != nil {
 			return nil, nil, err
@@ -125,7 +179,7 @@ func (f *floorRings) layout(size int) ([]floorHop, []*shm.Reader, error) {
 		hops = append(hops, hop)
 	}
 	var reads []*shm.Reader
-	for _, name := range []string{"S", "X2", "Y2", "H2"} { // S as the stages' source-host reader
+	for _, name := range lay.reads {
 		rd, err := f.read(name)
 		if err != nil {
 			return nil, nil, err
