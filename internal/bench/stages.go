@@ -31,8 +31,8 @@ const stageRate = 20_000
 // instead of TCP; all four at once with each host's endpoints on one
 // replica.Loop (two hot loops instead of four), on TCP and on the Unix
 // socket; then the floors of all four at once, of a mirror alone and of
-// the hub alone (stagesFloor). With acks it times the source's Wait for its two mirrors
-// after the first (waitAcks).
+// the hub alone (stagesFloor). With acks it times the source's Wait for
+// its two mirrors after the first (waitAcks).
 func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
 	defer r.reset()
 	at := fmt.Sprintf(" at %s/s", fmtSI(float64(rate)))
