@@ -57,6 +57,7 @@ func (m *Mirror) step(wait time.Duration) (n int, err error) {
 		}
 	}
 	now := time.Now()
+	m.stepNow = now
 	if err := m.finishStep(c, now); err != nil {
 		return n, err
 	}

@@ -100,7 +100,7 @@ func (m *Mirror) idleRound(c *conn) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
+	now := m.stepNow
 	if n > 0 {
 		m.idler.Busy(now)
 		m.dirty = true
@@ -110,7 +110,7 @@ func (m *Mirror) idleRound(c *conn) error {
 		m.publishStats(now)
 		m.dirty = false
 	}
-	m.idler.Idle(m.nextDue(c, now))
+	m.idler.IdleAt(now, m.nextDue(c, now))
 	return nil
 }
 

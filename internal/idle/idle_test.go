@@ -164,6 +164,32 @@ func TestAdaptivePhases(t *testing.T) {
 	}
 }
 
+// IdleAt times Adaptive's phases from the loop's own reading of the clock
+// and reads none itself; Idle, and Yield's IdleAt, read it only when
+// Adaptive needs it.
+func TestIdleAtReadsNoClock(t *testing.T) {
+	reads := 0
+	d := NewIdler(Strategy{Mode: Adaptive, SpinFor: 10 * time.Microsecond, YieldFor: 100 * time.Microsecond}, nil)
+	d.now = func() time.Time { reads++; return time.Unix(0, 0) }
+	at := time.Unix(1, 0)
+	d.IdleAt(at, time.Nanosecond)                           // the first fruitless round: spin
+	d.IdleAt(at.Add(11*time.Microsecond), time.Nanosecond)  // yield
+	d.IdleAt(at.Add(121*time.Microsecond), time.Nanosecond) // sleep
+	if st := d.Stats(); reads != 0 || st.Spins != 1 || st.Yields != 1 || st.Sleeps != 1 {
+		t.Fatalf("%d clock reads, stats %+v: want none, 1 spin, 1 yield, 1 sleep", reads, st)
+	}
+	d.Idle(time.Nanosecond)
+	if reads != 1 {
+		t.Fatalf("Idle of Adaptive read the clock %d times, want 1", reads)
+	}
+	y := NewIdler(Strategy{Mode: Yield}, nil)
+	y.now = d.now
+	y.Idle(0)
+	if reads != 1 {
+		t.Errorf("Idle of Yield read the clock")
+	}
+}
+
 // Spin, Yield and Block never allocate.
 func TestIdleAllocs(t *testing.T) {
 	w := newWaker(t)

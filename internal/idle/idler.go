@@ -95,9 +95,14 @@ func (d *Idler) Stats() Stats {
 
 // Idle waits once after a fruitless round, as the strategy says, never
 // longer than max (a sleep ends at max; max <= 0 never sleeps).
-func (d *Idler) Idle(max time.Duration) {
+func (d *Idler) Idle(max time.Duration) { d.IdleAt(time.Time{}, max) }
+
+// IdleAt is Idle for a loop that read the clock for its round at now:
+// Adaptive's phase is then timed from now instead of a clock read of its
+// own (zero: Idle's, which reads the clock only for Adaptive).
+func (d *Idler) IdleAt(now time.Time, max time.Duration) {
 	d.hold.Gave() // it gives up its CPU now, or spins on fruitless polls
-	switch d.phase() {
+	switch d.phase(now) {
 	case Spin:
 		d.st.Spins++
 	case Yield:
@@ -110,11 +115,13 @@ func (d *Idler) Idle(max time.Duration) {
 
 // phase is what this fruitless round does: the mode itself, or Adaptive's
 // phase by the time since the first fruitless round.
-func (d *Idler) phase() Mode {
+func (d *Idler) phase(now time.Time) Mode {
 	if d.s.Mode != Adaptive {
 		return d.s.Mode
 	}
-	now := d.now()
+	if now.IsZero() {
+		now = d.now()
+	}
 	if d.since.IsZero() {
 		d.since = now
 	}
