@@ -147,7 +147,7 @@ func (l *Loop) Run(ctx context.Context) error {
 			l.idler.Busy(now)
 			continue
 		}
-		l.idler.Idle(d)
+		l.idler.IdleAt(now, d) // the turn's clock: no second read
 		if l.turns.Load()%waitStatsEvery == 0 {
 			l.publishWait()
 		}
