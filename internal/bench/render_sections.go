@@ -1,8 +1,8 @@
 package bench
 
 import (
+	"slices"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -109,15 +109,9 @@ func (r *Report) stressTable() table {
 	return t
 }
 
-// ratioBases are the transports the zero-loss rates are compared with
-// (as the bench names them; sameTransport also takes "udp unicast").
+// ratioBases are the transports the zero-loss rates are compared with, as
+// the bench names them.
 var ratioBases = []string{"udp-unicast", "udp-multicast"}
-
-// sameTransport reports whether a and b name one transport, spelled with
-// a hyphen or a space.
-func sameTransport(a, b string) bool {
-	return strings.ReplaceAll(a, " ", "-") == strings.ReplaceAll(b, " ", "-")
-}
 
 // zeroLossTable tabulates each transport's best lossless rate per wait and
 // its ratio to the kernel UDP transports' in the same wait.
@@ -125,12 +119,9 @@ func (r *Report) zeroLossTable() table {
 	t := table{title: "zero-loss rate (records/s)", header: []string{"transport", "wait", "offered/s", "achieved/s"}}
 	var bases []string
 	for _, name := range ratioBases {
-		for _, z := range r.ZeroLoss {
-			if sameTransport(z.Transport, name) && z.Rate > 0 {
-				t.header = append(t.header, "vs "+z.Transport)
-				bases = append(bases, z.Transport)
-				break
-			}
+		if slices.ContainsFunc(r.ZeroLoss, func(z ZeroLoss) bool { return z.Transport == name && z.Rate > 0 }) {
+			t.header = append(t.header, "vs "+name)
+			bases = append(bases, name)
 		}
 	}
 	for _, z := range r.ZeroLoss {

@@ -80,7 +80,7 @@ func TestWriteSVG(t *testing.T) {
 		t.Fatalf("paths %v", paths)
 	}
 	lat := parseSVG(t, readFile(t, paths[0]))
-	want := []string{"tcp", "udp multicast", "udp unicast", "xdp unicast", "xdp multicast"}
+	want := []string{"tcp", "udp-multicast", "udp-unicast", "xdp-unicast", "xdp-multicast"}
 	if strings.Join(lat.series, ",") != strings.Join(want, ",") {
 		t.Errorf("latency series %q, want %q", lat.series, want)
 	}
@@ -98,7 +98,7 @@ func TestWriteSVG(t *testing.T) {
 		t.Errorf("latency title missing: %v", lat.textY)
 	}
 	tp := parseSVG(t, readFile(t, paths[1]))
-	if len(tp.bars) != 12 || !slices.Contains(tp.bars, "xdp unicast yield") || !slices.Contains(tp.bars, "xdp unicast") {
+	if len(tp.bars) != 12 || !slices.Contains(tp.bars, "xdp-unicast yield") || !slices.Contains(tp.bars, "xdp-unicast") {
 		t.Errorf("throughput bars %q, want 7 zero-loss (a wait other than the default named) and 5 stress", tp.bars)
 	}
 	for _, label := range []string{"≥ 1.60 M/s", "200 k/s", "zero-loss rate", "stress sweep: highest achieved rate"} {
@@ -116,7 +116,7 @@ func TestSVGSkipsMissing(t *testing.T) {
 	r.ZeroLoss[0].Rate = 0
 	r.Stress = nil
 	lat := parseSVG(t, r.latencySVG())
-	if len(lat.series) != 4 || lat.circles["udp multicast"] != len(latencyPoints)-2 {
+	if len(lat.series) != 4 || lat.circles["udp-multicast"] != len(latencyPoints)-2 {
 		t.Errorf("series %q, markers %v", lat.series, lat.circles)
 	}
 	tp := parseSVG(t, r.throughputSVG())
