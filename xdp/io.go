@@ -49,9 +49,7 @@ func (s *Socket) Receive(frames [][]byte) int {
 		s.Release()
 	}
 	n, idx := s.RX.Peek()
-	// The clock is read only with busy polling on: an empty poll is what
-	// a yielding loop does most, and on a veth busy polling is off.
-	if n == 0 && s.cfg.BusyPoll > 0 && s.busyPollDue(time.Now(), true) {
+	if n == 0 && s.busyPollDue(time.Time{}, true) {
 		s.rx.busyPolls.add(1)
 		s.wakeRX()
 		n, idx = s.RX.Peek()
@@ -71,13 +69,18 @@ func (s *Socket) Receive(frames [][]byte) int {
 var busyPollEpoch = time.Now()
 
 // busyPollDue reports whether an empty Receive makes a busy-poll syscall
-// at now (Config.BusyPollGap); take records that it does.
+// at now (Config.BusyPollGap; zero: it reads the clock, and only when a
+// gap is set, for an empty poll is what a yielding loop does most); take
+// records that it does.
 func (s *Socket) busyPollDue(now time.Time, take bool) bool {
 	if s.cfg.BusyPoll <= 0 {
 		return false
 	}
 	if s.cfg.BusyPollGap <= 0 {
 		return true
+	}
+	if now.IsZero() {
+		now = time.Now()
 	}
 	at := int64(now.Sub(busyPollEpoch)) + 1 // never 0: 0 is "no busy poll yet"
 	if last := s.rx.lastBusyPoll.Load(); last != 0 && at-last < int64(s.cfg.BusyPollGap) {
