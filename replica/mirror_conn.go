@@ -43,9 +43,6 @@ type conn struct {
 	udp  Transport
 	mc   wire.Multicast
 	spec DatagramSpec
-	// withholder is udp when it can tell datagrams it holds back (set
-	// with udp).
-	withholder Withholder
 	// open checks the keyed source's datagrams, punchSeal seals our
 	// PUNCHes (nil without a key); the mirror's loop uses both.
 	open      *auth.Opener

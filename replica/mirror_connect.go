@@ -266,7 +266,6 @@ func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
 		return fmt.Errorf("datagram transport: %w", err)
 	}
 	c.udp, c.mc, c.spec = t, mc, spec
-	c.withholder, _ = t.(Withholder)
 	if p, ok := t.(Pollable); ok {
 		p.OnArrival(m.notify)
 	}
@@ -274,6 +273,7 @@ func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
 	// Until the source says the TCP catch-up is over (its first TCP
 	// HEARTBEAT), holes are being filled over TCP: do not NAK them.
 	m.seq.suppressNaks = true
+	m.seq.withholder, _ = t.(Withholder)
 	if mc.Unicast() {
 		m.stats.Transport = TransportName(t) + " unicast"
 		return m.punch(time.Now())

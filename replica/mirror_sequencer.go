@@ -49,9 +49,10 @@ type sequencer struct {
 	nakAt        time.Time
 	suppressNaks bool // a catch-up over TCP is filling the holes
 	// queued: the last receive filled its batch, so more datagrams may be
-	// waiting at this end; withholder (nil: none) can tell datagrams the
-	// transport holds back (both set by the mirror every step). hbHole:
-	// when a hole that only a heartbeat shows was first seen (zero: none).
+	// waiting at this end (set by the mirror every step). withholder
+	// (nil: none) is the connection's datagram transport when it can tell
+	// datagrams it holds back (set as the mirror opens it). hbHole: when a
+	// hole that only a heartbeat shows was first seen (zero: none).
 	queued         bool
 	withholder     Withholder
 	hbHole         time.Time

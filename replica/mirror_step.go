@@ -46,11 +46,10 @@ func (m *Mirror) step(wait time.Duration) (n int, err error) {
 			w = 0
 		}
 		k, err := m.recvDatagrams(c, stepLimit-n, w)
-		// A full batch may have left datagrams queued, and the transport
-		// may hold back some it has (Withholder): a hole a heartbeat shows
-		// may be among them (sequencer.wantNak waits for them, and asks
-		// the transport only then).
-		m.seq.queued, m.seq.withholder = k == stepLimit-n, c.withholder
+		// A full batch may have left datagrams queued: a hole a heartbeat
+		// shows may be among them (sequencer.wantNak waits for them, and
+		// for those the transport holds back, Withholder).
+		m.seq.queued = k == stepLimit-n
 		n += k
 		if err != nil {
 			return n, err
