@@ -62,7 +62,7 @@ func (mm *mirrorMember) turn(now time.Time) bool {
 	}
 	n := 0
 	for range loopSteps { // a full step may have left more queued
-		k, err := m.step(0)
+		k, _, err := m.step(0)
 		n += k
 		if err != nil {
 			mm.err = err

@@ -131,10 +131,6 @@ type Mirror struct {
 	idler    *idle.Idler
 	pollable bool
 	dirty    bool // counters changed since the last publishStats
-	// stepNow is the clock as the last step read it (after its receives):
-	// the round that called the step goes on with it instead of reading
-	// the clock again. Written and read by the goroutine that steps.
-	stepNow time.Time
 
 	// afterDatagram, a test hook (export_test.go), is called after each
 	// datagram of a batch was applied and published, with its index in the

@@ -21,15 +21,19 @@ const (
 // publishes the records written. It returns how many frames and datagrams
 // it handled. A single-threaded caller interleaves Step with its own work;
 // the mirror never waits for its local readers.
-func (m *Mirror) Step() (int, error) { return m.step(0) }
+func (m *Mirror) Step() (int, error) {
+	n, _, err := m.step(0)
+	return n, err
+}
 
 // step is Step that, when nothing is queued, waits up to wait for the
 // first datagram (for a transport that is not Pollable: a mirror without
-// datagrams is always Pollable, and steps with 0).
-func (m *Mirror) step(wait time.Duration) (n int, err error) {
+// datagrams is always Pollable, and steps with 0). It also returns the
+// time it read after its receives, which its caller goes on with.
+func (m *Mirror) step(wait time.Duration) (n int, now time.Time, err error) {
 	c := m.c
 	if c == nil {
-		return 0, fmt.Errorf("mirror: %w: not connected", ErrClosed)
+		return 0, now, fmt.Errorf("mirror: %w: not connected", ErrClosed)
 	}
 	defer func() {
 		if err != nil {
@@ -38,7 +42,7 @@ func (m *Mirror) step(wait time.Duration) (n int, err error) {
 	}()
 	n, err = m.drainTCP(c, stepLimit)
 	if err != nil {
-		return n, err
+		return n, now, err
 	}
 	if c.udp != nil {
 		w := wait
@@ -52,15 +56,14 @@ func (m *Mirror) step(wait time.Duration) (n int, err error) {
 		m.seq.queued = k == stepLimit-n
 		n += k
 		if err != nil {
-			return n, err
+			return n, now, err
 		}
 	}
-	now := time.Now()
-	m.stepNow = now
+	now = time.Now()
 	if err := m.finishStep(c, now); err != nil {
-		return n, err
+		return n, now, err
 	}
-	return n, nil
+	return n, now, nil
 }
 
 func (m *Mirror) finishStep(c *conn, now time.Time) error {

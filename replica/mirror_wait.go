@@ -92,15 +92,14 @@ func (m *Mirror) nextDue(c *conn, now time.Time) time.Duration {
 // waiting, then, if nothing came, wait as the strategy says.
 func (m *Mirror) idleRound(c *conn) error {
 	if !m.pollable {
-		_, err := m.step(m.legacyWait())
+		_, _, err := m.step(m.legacyWait())
 		return err
 	}
 	m.idler.Round()
-	n, err := m.step(0)
+	n, now, err := m.step(0)
 	if err != nil {
 		return err
 	}
-	now := m.stepNow
 	if n > 0 {
 		m.idler.Busy(now)
 		m.dirty = true
