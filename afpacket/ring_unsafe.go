@@ -11,18 +11,19 @@ const (
 	frameStatusOff = 0 // tpacket2_hdr.tp_status
 )
 
-// statusWord returns the 32-bit status word at b[off:] for atomic access.
-// Status words of the rings are naturally aligned (blocks and frames start
-// on page or TPACKET_ALIGNMENT boundaries of an mmap'd ring), and the
-// kernel reads and writes them as whole words.
-func statusWord(b []byte, off int) *atomic.Uint32 {
+// word32 returns the 32-bit word at b[off:] that the kernel shares with
+// us (a status word, a block's num_pkts) for atomic access. They are
+// naturally aligned (blocks and frames start on page or TPACKET_ALIGNMENT
+// boundaries of an mmap'd ring), and the kernel reads and writes them as
+// whole words.
+func word32(b []byte, off int) *atomic.Uint32 {
 	_ = b[off+3]
 	return (*atomic.Uint32)(unsafe.Pointer(&b[off]))
 }
 
-// seqWord returns the 64-bit word at b[off:] (a block header's seq_num,
+// word64 returns the 64-bit word at b[off:] (a block header's seq_num,
 // 8-aligned in a page-aligned block) for atomic loads.
-func seqWord(b []byte, off int) *atomic.Uint64 {
+func word64(b []byte, off int) *atomic.Uint64 {
 	_ = b[off+7]
 	return (*atomic.Uint64)(unsafe.Pointer(&b[off]))
 }

@@ -69,7 +69,7 @@ func (s *Socket) openBlock() bool {
 	r := &s.rx
 	for r.held < r.nblocks {
 		b := s.block(r.blk)
-		if statusWord(b, blockStatusOff).Load()&unix.TP_STATUS_USER == 0 {
+		if word32(b, blockStatusOff).Load()&unix.TP_STATUS_USER == 0 {
 			return false
 		}
 		r.left = int(binary.NativeEndian.Uint32(b[blockNumPkts:]))
@@ -99,7 +99,7 @@ func (r *rxState) finish() {
 func (s *Socket) Release() {
 	r := &s.rx
 	for i := range r.held {
-		statusWord(s.block((r.first+i)%r.nblocks), blockStatusOff).Store(unix.TP_STATUS_KERNEL)
+		word32(s.block((r.first+i)%r.nblocks), blockStatusOff).Store(unix.TP_STATUS_KERNEL)
 	}
 	r.blocks.add(uint64(r.held))
 	r.held = 0
@@ -114,7 +114,7 @@ func (s *Socket) Readable() bool {
 	if r.held == r.nblocks {
 		return false
 	}
-	return statusWord(s.block(r.blk), blockStatusOff).Load()&unix.TP_STATUS_USER != 0
+	return word32(s.block(r.blk), blockStatusOff).Load()&unix.TP_STATUS_USER != 0
 }
 
 // Filling reports whether the kernel has put frames in the block it is
@@ -134,8 +134,8 @@ func (s *Socket) Filling() bool {
 		return false
 	}
 	b := s.block(r.blk)
-	if statusWord(b, blockStatusOff).Load()&unix.TP_STATUS_USER != 0 {
+	if word32(b, blockStatusOff).Load()&unix.TP_STATUS_USER != 0 {
 		return false // handed over: Readable
 	}
-	return seqWord(b, blockSeqNum).Load() == r.seq+1 && statusWord(b, blockNumPkts).Load() != 0
+	return word64(b, blockSeqNum).Load() == r.seq+1 && word32(b, blockNumPkts).Load() != 0
 }

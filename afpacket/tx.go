@@ -28,7 +28,7 @@ func (s *Socket) ReserveTX(n int) int {
 	t := &s.tx
 	n = min(n, s.cfg.TXFrames)
 	k := 0
-	for k < n && statusWord(s.txRing, s.txOff(t.head+k)+frameStatusOff).Load() == unix.TP_STATUS_AVAILABLE {
+	for k < n && word32(s.txRing, s.txOff(t.head+k)+frameStatusOff).Load() == unix.TP_STATUS_AVAILABLE {
 		k++
 	}
 	if k < n {
@@ -63,7 +63,7 @@ func (s *Socket) SubmitTX(lens []int) error {
 		binary.NativeEndian.PutUint32(s.txRing[off+frameLenOff:], uint32(l))
 		// Release: the frame and its length are written before the kernel
 		// can see SEND_REQUEST.
-		statusWord(s.txRing, off+frameStatusOff).Store(unix.TP_STATUS_SEND_REQUEST)
+		word32(s.txRing, off+frameStatusOff).Store(unix.TP_STATUS_SEND_REQUEST)
 		nbytes += l
 	}
 	t.head = (t.head + len(lens)) & (s.cfg.TXFrames - 1)
@@ -99,7 +99,7 @@ func (s *Socket) Kick() error {
 func (s *Socket) TXPending() int {
 	n := 0
 	for i := range s.cfg.TXFrames {
-		if statusWord(s.txRing, s.txOff(i)+frameStatusOff).Load() != unix.TP_STATUS_AVAILABLE {
+		if word32(s.txRing, s.txOff(i)+frameStatusOff).Load() != unix.TP_STATUS_AVAILABLE {
 			n++
 		}
 	}
