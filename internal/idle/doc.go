@@ -10,8 +10,9 @@
 //	Block     sleep in the kernel in ppoll(2) on the loop's descriptors
 //	          (sockets, AF_XDP rings) and its Waker's eventfd: one wake-up,
 //	          no Go netpoller hand-off, no CPU while idle
-//	Adaptive  Spin for SpinFor (none by default) after the last work, then Yield until
-//	          YieldFor, then Block (the default)
+//	Adaptive  the default: Spin for SpinFor after the last work (no spin
+//	          by default, DefaultSpinFor), then Yield until YieldFor
+//	          (DefaultYieldFor), then Block
 //
 // A Yield or Adaptive loop whose rounds keep finding work also yields once
 // every BusyYieldEvery (Idler.Busy), so that a loop with work never holds
@@ -28,6 +29,9 @@
 //	a hot loop wakes goroutines ──Relay.Kick──▶ pending = 1; if parked: write
 //	          the Relay's eventfd ──(netpoller)──▶ Relay.Run calls fire on an
 //	          ordinary P (not through the hot loop's P: see Relay)
+//
+// Sleep is the wait of the cold paths (reconnect and restart back-offs): a
+// timer that a context cancels, never a hot loop's wait.
 //
 // The two shared words of a Waker, gen and parked, are sync/atomic
 // (sequentially consistent): the loop stores parked before it loads gen,

@@ -50,20 +50,19 @@ func ParseMode(s string) (Mode, error) {
 
 // The thresholds of Adaptive. A datagram or record that comes within
 // SpinFor of the previous one is found by a spinning poll; one that comes
-// within YieldFor is found between two sched_yield calls (about a
-// microsecond each when no other thread wants the CPU, a time slice's
-// share when one does); a loop idle for longer sleeps and costs nothing.
-// YieldFor covers a round trip's turnaround across processes on a busy
-// host (tens of microseconds).
+// within YieldFor is found between two sched_yield calls (a bare system
+// call when no other thread wants the CPU, a time slice's share when one
+// does); a loop idle for longer sleeps and costs nothing. YieldFor covers
+// a round trip's turnaround across processes on a busy host, so that a
+// reply is found by a poll, not by a wake-up.
 //
 // By default Adaptive does not spin (DefaultSpinFor 0): with a core to
 // spare, sched_yield returns at once and a yielding poll finds work about
 // as soon as a spinning one; with more busy threads than cores, a
-// spinning loop holds a core the thread it waits for needs. Measured as
-// deployed on 2 cores (six processes, 2026-12-02): a 20 µs spin made the
-// ring-to-ring round trip 118–155 µs p50, 2 µs 79–100 µs, none 72–102
-// µs; the in-process stages, mirror on the other host, 95.6, 44.4 and
-// 35.4 µs p50 at 20,000 records/s.
+// spinning loop holds a core the thread it waits for needs, and the round
+// trip it waits for gets longer, not shorter. BenchmarkUDPPingPong in
+// pingpong_test.go compares the modes on one host; Strategy.SpinFor sets
+// a spin phase.
 const (
 	DefaultSpinFor  = 0
 	DefaultYieldFor = 200 * time.Microsecond
