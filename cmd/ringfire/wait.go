@@ -18,7 +18,10 @@ type waitFlags struct {
 
 func (w *waitFlags) add(fs *flag.FlagSet, loop string) {
 	fs.StringVar(&w.mode, "wait", "adaptive", "how the "+loop+" waits when idle: `mode` "+strings.Join(replica.WaitModes(), ", ")+
-		" (adaptive: spin, then sched_yield, then sleep; block: sleep in the kernel; yield: poll and sched_yield; spin: one core)")
+		" (adaptive: no spinning; poll and sched_yield for a short while after the last work"+
+		" (mirror: 200 µs, serve: 200 polls), then sleep in the kernel; block: sleep in the kernel"+
+		" (mirror: ppoll on its sockets; serve: the ring's futex, after 16 polls);"+
+		" yield: poll and sched_yield, never sleep; spin: poll without pause, one core per loop)")
 	fs.IntVar(&w.cpu, "cpu", -1, "pin the "+loop+"'s thread to CPU `N` (-1: no pinning)")
 	fs.BoolVar(&w.spin, "spin", false, "same as --wait spin")
 }
