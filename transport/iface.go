@@ -93,21 +93,19 @@ func acquire(cfg XDPConfig) (*iface, error) {
 
 // sharedBusyPollGap spaces the busy-poll syscalls of an interface's
 // sockets, which every transport of the interface drains (a Loop polls
-// each in turn): measured with 16 mirrors of one ringfire run on one
-// veth, one syscall per mirror and turn doubled the round trip (80 µs
-// p50 against 40 µs without busy polling); one per 5 µs is about one a
-// turn there, and a lone transport polling between sched_yield calls
-// kicks at most that much later.
+// each in turn): with many mirrors of one ringfire run on one interface,
+// a busy-poll syscall per mirror and turn would cost more than the frames
+// it brings sooner, since one syscall already drains the queue for all of
+// them. The gap is about one Loop turn over many mirrors, and short
+// against a round trip, so a lone transport polling between sched_yield
+// calls kicks at most that much later.
 const sharedBusyPollGap = 5 * time.Microsecond
 
 // busyPolls reports whether busy polling can bring a frame to link's
 // sockets sooner. Not on a veth: the sending peer's system call runs the
 // receive path (the XDP program, the copy into the RX ring) before it
 // returns, so a busy poll finds nothing the RX ring does not show, and
-// costs a system call per empty poll. Measured as deployed (ringfire-bench
-// --waits yield,loop-yield, alternating builds): 1.0–1.5 µs longer per
-// datagram hop (four traced pairs), 1.2–1.6 µs per round trip on average
-// (eleven pairs).
+// costs a system call per empty poll: every hop gets longer by it.
 func busyPolls(l neigh.Link) bool { return l.Kind != "veth" }
 
 func (f *iface) open(cfg XDPConfig) error {
