@@ -10,7 +10,10 @@
 // fixed-size (Producer[T], Consumer[T]) or a fixed metadata record plus a
 // variable-length blob in a byte arena (BlobProducer[M], BlobConsumer[M]).
 // Writer, Reader and Ring are the byte-oriented layer underneath, used by
-// replica to serve and mirror rings of any element type.
+// replica to serve and mirror rings of any element type; MultiWriter and
+// QueueReader are the same layer for multi-producer rings. A blackboard
+// (BlackboardWriter[T], Blackboard[T], blackboard.go) is a second kind of
+// file: the latest value per key, each slot under a seqlock.
 //
 // # Ring file layout (little-endian)
 //
@@ -96,7 +99,8 @@
 // per process sleeps in futex_waitv on the words of every parked receive
 // (up to 127 at once, beyond that it polls every 50 µs) and wakes the
 // receives whose words moved, so any number of blocked receives hold one
-// OS thread, for a few microseconds more per wake-up.
+// OS thread, for a goroutine hand-off more per wake-up
+// (BenchmarkPingPongPark against BenchmarkPingPongFutex, pingpong_test.go).
 //
 // On LOSSLESS_BACKPRESSURE rings registered readers publish their cursor
 // after each copy and the writer never overwrites a record a live
@@ -112,8 +116,9 @@
 // assembly (markWriting, storeRelease: total store order keeps marker,
 // payload and sequence in order, and the store buffer absorbs the cache
 // misses of a batch) and elsewhere a swap and an atomic store. write_seq,
-// followed by the load of waiting_consumers, keeps its atomic store. The Go garbage collector never sees the mapping; every object
-// fails with ErrClosed after Close instead of touching unmapped memory.
+// followed by the load of waiting_consumers, keeps its atomic store. The
+// Go garbage collector never sees the mapping; every object fails with
+// ErrClosed after Close instead of touching unmapped memory.
 //
 // Choices where compat.md is silent: unknown flag bits are refused; a
 // multi-producer ring cannot be lossless, sparse or a blob ring; every

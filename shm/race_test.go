@@ -14,12 +14,12 @@ import (
 // TestHeadFollowerNeverSpuriouslyLapped: a reader that keeps up with the
 // producer of a ring that never wraps (capacity 2^20 > records pushed, so
 // no slot is ever overwritten) can never legitimately be lapped. compat.md
-// §1: "s1 == u64::MAX or s1 < c: nothing yet". Regression test: the reader
-// used to take a slot marked u64::MAX for an overwritten one when write_seq
-// >= c, with write_seq loaded after the slot, so a record the producer
-// completed between the two loads was skipped and counted lapped (thousands
-// of times per million records on 2 cores, before commit febf503). Up to 3
-// rounds, failing on the first that shows it.
+// §1: "s1 == u64::MAX or s1 < c: nothing yet". The failure it guards
+// against: a reader that takes a slot marked u64::MAX for an overwritten
+// one when write_seq >= c, with write_seq loaded after the slot, skips a
+// record the producer completed between the two loads and counts it
+// lapped (fixed in commit febf503). Up to 3 rounds, failing on the first
+// that shows it.
 func TestHeadFollowerNeverSpuriouslyLapped(t *testing.T) {
 	raceFollowRounds(t, false, func(round int, n, received, lapped uint64, jumps []string) {
 		t.Fatalf("round %d: a reader of a ring that never wrapped received %d of %d records, lapped %d (jumps %v): "+
@@ -31,11 +31,10 @@ func TestHeadFollowerNeverSpuriouslyLapped(t *testing.T) {
 // TestReadSlotBeingWrittenIsNotOverwritten: on a ring that never wraps
 // nothing is ever overwritten and there are no holes, so the raw slot API
 // must answer NotYet or Ready for the record the producer is writing.
-// Regression test: ReadSlot used to load write_seq after the slot word, so
-// a record written between the two loads was reported Overwritten (slot was
-// u64::MAX) or Hole (slot still held the previous lap), even on a ring
-// without the SPARSE flag. Up to 5
-// rounds, failing on the first that shows it.
+// A ReadSlot that loads write_seq after the slot word reports a record
+// written between the two loads Overwritten (slot was u64::MAX) or Hole
+// (slot still held the previous lap), even on a ring without the SPARSE
+// flag. Up to 5 rounds, failing on the first that shows it.
 func TestReadSlotBeingWrittenIsNotOverwritten(t *testing.T) {
 	n := uint64(raceNeverWrapCap - 1)
 	if testing.Short() || raceDetectorOn() {

@@ -264,9 +264,9 @@ func TestReadSpecBuiltRing(t *testing.T) {
 // "up to len(dst) bytes" of the record's payload. A dst longer than the
 // payload must receive the payload and nothing else: the bytes after it are
 // the next slot (or the end of the mapping), not part of the record.
-// Regression test: TryRecv used to copy len(dst) bytes from the slot, past
-// its end; with a large dst on the last slot that read past the mapping and
-// the process died of SIGSEGV.
+// A copy of len(dst) bytes from the slot would run past its end; with a
+// large dst on the last slot it reads past the mapping and the process
+// dies of SIGSEGV.
 func TestTryRecvLargeBufferStaysInSlot(t *testing.T) {
 	w, path := createRing(t, RingConfig{PayloadSize: 56, Capacity: 4})
 	layPushRecs(t, w, 1, 2)

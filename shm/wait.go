@@ -73,7 +73,7 @@ func (s WaitStrategy) WithMaxSleep(d time.Duration) WaitStrategy {
 // goroutine of the process (the park hub) sleeps in futex_waitv on the
 // futex words of every parked receive and wakes those whose rings were
 // published to. Any number of blocked receives then hold a single OS
-// thread between them, at the price of a hand-off (a few microseconds) per
+// thread between them, at the price of a goroutine hand-off per
 // wake-up; context cancellation and deadlines are plain Go selects. Each
 // park is bounded by DefaultMaxSleep. Without futex_waitv it is FutexWait.
 func ParkWait(spins int) WaitStrategy {
