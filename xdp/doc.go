@@ -27,6 +27,9 @@
 // consumers Peek, Get and Release.
 //
 // A Socket is not safe for concurrent use, except that its receive side
-// (Receive, Release, WaitReadable) and its send side (ReserveTX, TXFrame,
-// SubmitTX) touch disjoint state and may run in two goroutines.
+// (Receive, Release) and its send side (ReserveTX, TXFrame, SubmitTX,
+// Kick, Complete) touch disjoint state and may run in two goroutines, and
+// Readable and Pending read only shared indices, from any goroutine. A
+// Poller parks a goroutine in Go's network poller until one of its
+// sockets has received frames.
 package xdp
