@@ -46,5 +46,8 @@
 // A Socket is not safe for concurrent use, except that its receive side
 // (Receive, Release, Readable) and its send side (ReserveTX, TXFrame,
 // SubmitTX, Kick) touch disjoint state and may run in two goroutines;
-// Stats may be called from any goroutine.
+// Stats may be called from any goroutine. A Poller parks a goroutine in
+// Go's network poller until the receive ring hands a block over;
+// UDPFilter builds the socket filter of one UDP flow, DropAll one that
+// passes nothing.
 package afpacket
