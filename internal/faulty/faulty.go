@@ -1,6 +1,3 @@
-// Package faulty wraps a replica datagram transport to inject loss,
-// reordering and duplication on the receiving side, in process: this
-// kernel has no netem, and tests need repeatable faults.
 package faulty
 
 import (
