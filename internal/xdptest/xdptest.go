@@ -1,6 +1,3 @@
-// Package xdptest holds test helpers for the AF_XDP data path: the
-// steering program attached to an interface of a test namespace, and an
-// interface's MAC address there. Tests only.
 package xdptest
 
 import (
