@@ -59,8 +59,8 @@
 // in xsk_owners with pid and socket inode) to the pinned program, keeps
 // the attach mode xdpctl chose, and on close removes exactly those,
 // leaving the program attached and the flows xdpctl added (even one on its
-// own port) in place. Without pins it attaches a program of its own, as
-// before, and detaches it on close; xdpctl status shows such a program as
+// own port) in place. Without pins it attaches a program of its own and
+// detaches it on close; xdpctl status shows such a program as
 // not pinned, and cannot read its maps. A ringfire started with `ip netns
 // exec` cannot see the host's bpffs either: it then finds the interface
 // busy and falls back to kernel UDP; start it with `nsenter
