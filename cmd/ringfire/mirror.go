@@ -20,11 +20,11 @@ serve on this host with --unix PATH) and keeps the ring at PATH identical to
 the source ring: same geometry, same sequence numbers, records written
 strictly in order, never duplicated. Readers attach to PATH as to any ring.
 --from picks where to start: latest (the newest record, then live), oldest
-(everything the source still holds), resume (after the last record already
-in PATH) or a sequence number. Records come by multicast when the source
-offers it, by UDP unicast with --unicast (the mirror punches to the source,
-NAT friendly), or over TCP with --tcp; from a Unix socket everything comes
-over the socket, at a third of loopback TCP's cost. The mirror reconnects
+(everything the source still holds), resume (after the last record already in
+PATH) or a sequence number. Records come by multicast when the source offers
+it, by UDP unicast with --unicast (the mirror punches to the source, NAT
+friendly), or over TCP with --tcp; from a Unix socket everything comes over
+the socket, cheaper than loopback TCP (no TCP stack). The mirror reconnects
 after --reconnect-ms unless --once is given. The counters are printed when it
 ends.`
 
