@@ -11,7 +11,10 @@
 #           an interface that carries the XDP program), systemd
 #           (systemd-analyze verify on contrib/systemd's units; no systemd
 #           needs to run), util-linux (setpriv and prlimit: the CLI run
-#           as an unprivileged user with capabilities)
+#           as an unprivileged user with capabilities), prometheus
+#           (promtool: promtool check rules and test rules on
+#           contrib/prometheus; its server is stopped and disabled when
+#           deps.sh installs it)
 #   vmtest  make vmtest: qemu-system-x86 (the guest, under TCG),
 #           busybox-static (its userland), cpio (checks our initramfs
 #           writer), and apt lists that know linux-image-amd64 (the runner
@@ -38,6 +41,7 @@ test   iputils-ping        cmd:ping
 test   systemd             cmd:systemd-analyze
 test   util-linux          cmd:setpriv
 test   util-linux          cmd:prlimit
+test   prometheus          cmd:promtool
 vmtest qemu-system-x86     cmd:qemu-system-x86_64
 vmtest busybox-static      deb:busybox-static
 vmtest cpio                cmd:cpio
@@ -102,6 +106,15 @@ if [ -n "$pkgs" ]; then
 	# shellcheck disable=SC2086 # the list is words
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs >/dev/null
 fi
+# The suite needs only promtool; Debian's prometheus package also enables
+# and starts a Prometheus server (port 9090) where systemd runs.
+case " $pkgs " in *" prometheus "*)
+	if [ -d /run/systemd/system ] && command -v systemctl >/dev/null 2>&1; then
+		systemctl disable --now prometheus.service >/dev/null 2>&1 || true
+		echo "deps: stopped and disabled prometheus.service (the tests use only promtool)" >&2
+	fi
+	;;
+esac
 still=$(missing "${sets[@]}")
 if [ -n "$still" ]; then
 	echo "deps: installed $pkgs, but still not found: $(tr '\n' ' ' <<<"$still")" >&2
