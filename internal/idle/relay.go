@@ -17,13 +17,14 @@ import (
 // kernel. A hot loop holds its P while it yields or spins (LockThread), so
 // a goroutine it readies directly (a channel send) lands in that P's
 // runnext slot, which another P takes only after sleeping in usleep(3)
-// (runtime.runqgrab): about 50 µs with Linux's default timer slack, on
-// every wake-up. Kick instead writes an eventfd that Run's goroutine reads
-// through the netpoller: the kernel wakes the thread parked in epoll, and
-// fire runs on an ordinary P, whose own runnext then holds what fire
-// readies, run as soon as Run parks again. (netpoll.Waiter's Wake, a read
-// deadline in the past, would not do: the runtime readies the waiter on
-// the caller's P, the hot loop's, as a channel send does.)
+// (runtime.runqgrab), a sleep that Linux's default timer slack
+// (timer_slack_ns, 50 µs) stretches, on every wake-up. Kick instead writes
+// an eventfd that Run's goroutine reads through the netpoller: the kernel
+// wakes the thread parked in epoll, and fire runs on an ordinary P, whose
+// own runnext then holds what fire readies, run as soon as Run parks
+// again. (netpoll.Waiter's Wake, a read deadline in the past, would not
+// do: the runtime readies the waiter on the caller's P, the hot loop's, as
+// a channel send does.)
 //
 // Shared words, all sync/atomic (sequentially consistent):
 //
