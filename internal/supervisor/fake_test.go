@@ -20,10 +20,11 @@ type fakes struct {
 	built     []string
 	discarded []string
 	ready     map[string]*atomic.Bool // by unit: what its fakes' Ready says
+	failNext  map[string]error        // by unit: the error of its next Build
 }
 
 func newFakes() *fakes {
-	return &fakes{runs: make(chan *run, 64), events: make(chan Event, 64), ready: map[string]*atomic.Bool{}}
+	return &fakes{runs: make(chan *run, 64), events: make(chan Event, 64), ready: map[string]*atomic.Bool{}, failNext: map[string]error{}}
 }
 
 // supervisor is a Supervisor of f's units whose back-off is a
@@ -40,6 +41,10 @@ func (f *fakes) build(_ *Config, t *Table) (Unit, error) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.failNext[t.Unit()]; err != nil {
+		delete(f.failNext, t.Unit())
+		return nil, err
+	}
 	f.built = append(f.built, t.Unit())
 	r := f.ready[t.Unit()]
 	if r == nil {
@@ -62,6 +67,13 @@ func (f *fakes) discards() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.discarded)
+}
+
+// failBuild makes the next Build of the unit key fail with err.
+func (f *fakes) failBuild(key string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failNext[key] = err
 }
 
 func (f *fakes) setReady(key string, ok bool) {

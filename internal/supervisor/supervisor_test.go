@@ -117,6 +117,29 @@ func TestFailedUnitRestarts(t *testing.T) {
 	}
 }
 
+// A unit that cannot be built again after a failure (what it opens has
+// gone) is reported as failed too, and built again after the back-off.
+func TestRestartBuildFails(t *testing.T) {
+	f := newFakes()
+	s, ctx := start(t, f)
+	apply(t, s, ctx, mirrorT("b", ""))
+	r := f.nextRuns(t, 1)["mirror b"]
+	f.failBuild("mirror b", errors.New("no such interface"))
+	r.result <- errors.New("interface down")
+	for _, want := range []string{"interface down", "no such interface"} {
+		if e := f.nextEvent(t); e.Kind != UnitFailed || e.Err.Error() != want {
+			t.Fatalf("event %+v, want a failure %q", e, want)
+		}
+	}
+	f.nextRuns(t, 1)
+	if b := f.takeBuilt(); !slices.Equal(b, []string{"mirror b", "mirror b"}) {
+		t.Errorf("built %q", b)
+	}
+	if err := s.Healthy(); err == nil || err.Error() != "mirror b: no such interface" {
+		t.Errorf("healthy: %v", err)
+	}
+}
+
 // A unit whose Run returns nil by itself has ended: it is reported, not
 // restarted, and a reload that keeps its table does not start it again.
 func TestUnitEnded(t *testing.T) {
