@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/ringfire/ringfire/internal/cli"
+	"github.com/ringfire/ringfire/internal/supervisor"
 	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica"
 )
@@ -22,18 +23,28 @@ one [[serve]] table per served ring and one [[mirror]] table per mirror,
 whose keys are the long flags of serve and mirror. All of them share each
 interface's XDP program and AF_XDP sockets (the kernel takes one program
 per interface and one socket per queue, so one process per host carries
-every ring over kernel bypass). SIGHUP rereads CONFIG: tables added start,
-removed ones stop, changed ones restart alone, the others go on; a file
-that no longer parses is refused with the error logged and the running set
-kept. SIGTERM or SIGINT stop every unit cleanly (exit 0). The metrics key
-serves /metrics (a ring label on every series), /mirrors?ring=NAME,
-/healthz and /readyz (ready once every serve listens and every mirror has
-connected once). --print-example prints a commented file.`
+every ring over kernel bypass). Every table is checked before any unit
+starts; a unit that fails is logged, reported by /healthz and restarted
+after a back-off (1 s, doubling to 30 s). SIGHUP rereads CONFIG: tables
+added start, removed ones stop, changed ones restart alone, the others go
+on; a file that no longer parses, a table that fails its checks or a
+changed loop, loops or loop-cpu key is refused with the error logged and
+the running set kept (metrics and log-format take effect at the next
+start). SIGTERM or SIGINT stop every unit cleanly (exit 0). The metrics
+key serves /metrics (a ring label on every series), /mirrors?ring=NAME,
+/healthz and /readyz (ready once every serve listens and every mirror
+has connected once). --print-example prints a commented file.`
 
 //go:embed run_example.toml
 var runExample string
 
-func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// runRun is runSupervise under the name main.go's command table uses.
+// Once that table names runSupervise, runRun goes.
+var runRun = runSupervise
+
+// runSupervise is the run command: it parses its flags and CONFIG, sets
+// up the logger, and runs the file's units under a supervisor.
+func runSupervise(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("run", "CONFIG [flags]", runHelp, stderr)
 	example := fs.Bool("print-example", false, "print a commented example CONFIG and exit")
 	logFormat := fs.String("log-format", "", "log as `text` or json (default: the file's log-format, else text)")
@@ -56,7 +67,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	format := c.logFormat
+	format := c.LogFormat
 	if *logFormat != "" {
 		format = *logFormat
 	}
@@ -67,74 +78,71 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	return serveRunConfig(ctx, file, c, log)
 }
 
-// loadRunConfig reads and parses CONFIG; its mistakes are usage errors.
-func loadRunConfig(file string) (*runConfig, error) {
-	data, err := readConfigFile(file)
-	if err != nil {
-		return nil, err
-	}
-	c, err := parseRunConfig(file, data)
-	if err != nil {
-		return nil, &usageError{Err: err}
-	}
-	if len(c.tables) == 0 {
-		return nil, &usageError{Err: fmt.Errorf("%s: %w", file, errNoUnits)}
-	}
-	return c, nil
-}
-
 // serveRunConfig runs c's units until ctx ends, rereading file on SIGHUP.
-func serveRunConfig(ctx context.Context, file string, c *runConfig, log *slog.Logger) error {
+func serveRunConfig(ctx context.Context, file string, c *supervisor.Config, log *slog.Logger) error {
 	// RINGFIRE_TRACE: the stamps of every unit, once all have stopped.
 	defer trace.Flush("run-" + strings.TrimSuffix(filepath.Base(file), filepath.Ext(file)))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	e := newEngine(log)
-	if c.loop != "" {
-		stopLoop, err := startLoops(e, c, log)
+	b := newUnitBuilder(log)
+	sup := supervisor.New(supervisor.Options{Build: b.build, Events: func(e supervisor.Event) { logUnitEvent(log, e) }})
+	set := &unitSet{sup: sup}
+	if c.Loop != "" {
+		stopLoop, err := startLoops(b, c, log)
 		if err != nil {
 			return err
 		}
-		defer stopLoop() // after e.wait: the units have left it
+		set.loops = b.loops
+		defer stopLoop() // once the units have stopped: they have left the loops
 	}
-	defer e.wait() // after cancel: every unit stopped
+	defer func() { cancel(); sup.Wait() }() // every unit stopped, on every return
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
-	// apply builds every unit, its keys checked, before any starts: a bad
+	// Apply builds every unit, its keys checked, before any starts: a bad
 	// table is an error before the first socket opens.
-	ch, err := e.apply(ctx, c)
+	ch, err := sup.Apply(ctx, c)
 	if err != nil {
 		return &usageError{Err: err}
 	}
-	if c.metrics != "" {
-		addr, err := metricsAddr(c.metrics)
+	if c.Metrics != "" {
+		addr, err := metricsAddr(c.Metrics)
 		if err != nil {
 			return &usageError{Err: fmt.Errorf("%s: key \"metrics\": %w", file, err)}
 		}
-		at, err := startMetrics(ctx, addr, &e.set, log)
+		at, err := startMetrics(ctx, addr, set, log)
 		if err != nil {
 			return err
 		}
 		log.Info("metrics", "addr", at, "metrics", "/metrics", "mirrors", "/mirrors?ring=NAME", "health", "/healthz", "ready", "/readyz")
 	}
-	log.Info("running", "config", file, "units", ch.started)
+	log.Info("running", "config", file, "units", ch.Started)
 	for {
 		select {
 		case <-ctx.Done():
-			e.wait()
+			sup.Wait()
 			log.Info("stopped", "config", file)
 			return nil
 		case <-hup:
-			c = reload(ctx, e, file, c, log)
+			c = reload(ctx, sup, file, c, log)
 		}
 	}
 }
 
-// startLoops makes the Loops of c's loop keys and runs them for the units
-// of e; the returned function stops them once the units have stopped.
-func startLoops(e *engine, c *runConfig, log *slog.Logger) (stop func(), err error) {
-	mode, _ := replica.ParseWaitMode(c.loop) // checked by the parser
+// logUnitEvent logs what the supervisor reports of a unit.
+func logUnitEvent(log *slog.Logger, e supervisor.Event) {
+	switch e.Kind {
+	case supervisor.UnitEnded: // a mirror with once = true whose source left
+		log.Info("unit ended", "unit", e.Table.Kind, "ring", e.Table.Name)
+	case supervisor.UnitFailed:
+		log.Error("unit failed, restarting", "unit", e.Table.Kind, "ring", e.Table.Name, "err", e.Err, "in", e.Backoff)
+	}
+}
+
+// startLoops makes the Loops of c's loop keys, for b's units, and runs
+// them; the returned function stops them once the units have stopped.
+func startLoops(b *unitBuilder, c *supervisor.Config, log *slog.Logger) (stop func(), err error) {
+	mode, _ := replica.ParseWaitMode(c.Loop) // checked by the parser
 	ctx, cancel := context.WithCancel(context.Background())
 	var done []chan error
 	stop = func() {
@@ -144,41 +152,40 @@ func startLoops(e *engine, c *runConfig, log *slog.Logger) (stop func(), err err
 				log.Error("loop", "err", err)
 			}
 		}
-		for _, l := range e.loops {
+		for _, l := range b.loops {
 			l.Close()
 		}
 	}
-	for i := range c.loops {
-		pin := replica.Pin{On: c.loopCPU >= 0, CPU: c.loopCPU + i}
+	for i := range c.Loops {
+		pin := replica.Pin{On: c.LoopCPU >= 0, CPU: c.LoopCPU + i}
 		l, err := replica.NewLoop(replica.LoopConfig{Wait: mode, Pin: pin})
 		if err != nil {
 			stop()
-			return nil, &usageError{Err: fmt.Errorf("%s: key \"loop-cpu\": loop %d: %w", c.file, i, err)}
+			return nil, &usageError{Err: fmt.Errorf("%s: key \"loop-cpu\": loop %d: %w", c.File, i, err)}
 		}
-		e.loops = append(e.loops, l)
+		b.loops = append(b.loops, l)
 		d := make(chan error, 1)
 		done = append(done, d)
 		go func() { d <- l.Run(ctx) }()
 	}
-	e.set.loops = e.loops
-	log.Info("loop", "wait", c.loop, "loops", c.loops, "cpu", c.loopCPU)
+	log.Info("loop", "wait", c.Loop, "loops", c.Loops, "cpu", c.LoopCPU)
 	return stop, nil
 }
 
 // reload rereads file and applies it; a file that does not parse, or
 // whose tables are refused, leaves the running set as it was.
-func reload(ctx context.Context, e *engine, file string, old *runConfig, log *slog.Logger) *runConfig {
+func reload(ctx context.Context, sup *supervisor.Supervisor, file string, old *supervisor.Config, log *slog.Logger) *supervisor.Config {
 	c, err := loadRunConfig(file)
-	if err == nil && (c.loop != old.loop || c.loopCPU != old.loopCPU || c.loops != old.loops) {
-		err = fmt.Errorf("%s: keys loop, loops and loop-cpu take effect at the next start (loop %q, loops %d, loop-cpu %d running)", file, old.loop, old.loops, old.loopCPU)
+	if err == nil && (c.Loop != old.Loop || c.LoopCPU != old.LoopCPU || c.Loops != old.Loops) {
+		err = fmt.Errorf("%s: keys loop, loops and loop-cpu take effect at the next start (loop %q, loops %d, loop-cpu %d running)", file, old.Loop, old.Loops, old.LoopCPU)
 	}
 	if err == nil {
-		var ch change
-		if ch, err = e.apply(ctx, c); err == nil {
-			if c.metrics != old.metrics || c.logFormat != old.logFormat {
+		var ch supervisor.Change
+		if ch, err = sup.Apply(ctx, c); err == nil {
+			if c.Metrics != old.Metrics || c.LogFormat != old.LogFormat {
 				log.Warn("reload: metrics and log-format take effect at the next start", "config", file)
 			}
-			log.Info("reloaded", "config", file, "started", ch.started, "stopped", ch.stopped, "restarted", ch.restarted, "unchanged", ch.kept)
+			log.Info("reloaded", "config", file, "started", ch.Started, "stopped", ch.Stopped, "restarted", ch.Restarted, "unchanged", ch.Kept)
 			return c
 		}
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -76,4 +77,13 @@ func (u *mirrorUnit) run(ctx context.Context) error {
 		err = cerr
 	}
 	return err
+}
+
+// ready is nil once the mirror has connected to its source once, else
+// why not.
+func (u *mirrorUnit) ready() error {
+	if u.m.Stats().Connects == 0 {
+		return errors.New("not connected to " + u.source + " yet")
+	}
+	return nil
 }

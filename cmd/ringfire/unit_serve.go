@@ -75,6 +75,14 @@ func (u *serveUnit) run(ctx context.Context, started func(context.Context, *repl
 	}
 }
 
+// ready is nil once the unit listens, else why not.
+func (u *serveUnit) ready() error {
+	if u.live.p.Load() == nil {
+		return errors.New("not listening yet")
+	}
+	return nil
+}
+
 // open opens the server. With wait, a ring that does not exist yet (or is
 // still being created) is waited for: after a replaced ring for 5 s, the
 // new producer finishing it; for a hub's ring until ctx ends. It returns

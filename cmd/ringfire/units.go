@@ -1,26 +1,27 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/ringfire/ringfire/internal/supervisor"
 	"github.com/ringfire/ringfire/replica"
 )
 
 // unitSet is what a process runs, as its endpoints report it: the served
-// rings and the mirrors, by name. serve and mirror hold one unit; run
-// changes the set on reload and records the units that failed.
+// rings and the mirrors, by name. serve adds its one unit; ringfire run's
+// units are those its supervisor runs now, and their health its.
 type unitSet struct {
-	loops   []*replica.Loop // the file's loops (none without a loop key); set before the metrics start
+	loops   []*replica.Loop        // the file's loops (none without a loop key); set before the metrics start
+	sup     *supervisor.Supervisor // ringfire run's (nil: serve's)
 	mu      sync.Mutex
 	serves  []*serveUnit
 	mirrors []*mirrorUnit
-	failed  map[string]error // unit key → why it is not running
 }
 
 // ringName is a ring's default name: its file's base name.
@@ -32,35 +33,21 @@ func (s *unitSet) addServe(u *serveUnit) {
 	s.serves = append(s.serves, u)
 }
 
-func (s *unitSet) addMirror(u *mirrorUnit) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.mirrors = append(s.mirrors, u)
-}
-
-// remove drops the units (run's reload).
-func (s *unitSet) remove(sv *serveUnit, mu *mirrorUnit) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.serves = slices.DeleteFunc(s.serves, func(u *serveUnit) bool { return u == sv })
-	s.mirrors = slices.DeleteFunc(s.mirrors, func(u *mirrorUnit) bool { return u == mu })
-}
-
-// setFailed records why the unit named key stopped (nil: it runs).
-func (s *unitSet) setFailed(key string, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.failed == nil {
-		s.failed = map[string]error{}
-	}
-	if err == nil {
-		delete(s.failed, key)
-		return
-	}
-	s.failed[key] = err
-}
-
+// snapshot is the units running now.
 func (s *unitSet) snapshot() ([]*serveUnit, []*mirrorUnit) {
+	if s.sup != nil {
+		var serves []*serveUnit
+		var mirrors []*mirrorUnit
+		for _, st := range s.sup.Snapshot() {
+			switch u := st.Unit.(type) {
+			case supervisedServe:
+				serves = append(serves, u.u)
+			case supervisedMirror:
+				mirrors = append(mirrors, u.u)
+			}
+		}
+		return serves, mirrors
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clone(s.serves), slices.Clone(s.mirrors)
@@ -92,31 +79,28 @@ func (s *unitSet) server(name string) (*replica.Server, error) {
 
 // healthy is nil unless a unit failed: then it names them.
 func (s *unitSet) healthy() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var errs []error
-	for _, k := range slices.Sorted(maps.Keys(s.failed)) {
-		errs = append(errs, fmt.Errorf("%s: %w", k, s.failed[k]))
+	if s.sup != nil {
+		return s.sup.Healthy()
 	}
-	return errors.Join(errs...)
+	return nil
 }
 
 // ready is nil once every served ring listens and every mirror has
 // connected to its source once; otherwise it names those that have not.
 func (s *unitSet) ready() error {
-	if err := s.healthy(); err != nil {
-		return err
+	if s.sup != nil {
+		return s.sup.Ready()
 	}
 	serves, mirrors := s.snapshot()
 	var waiting []string
 	for _, u := range serves {
-		if u.live.p.Load() == nil {
-			waiting = append(waiting, "serve "+u.name+": not listening yet")
+		if err := u.ready(); err != nil {
+			waiting = append(waiting, "serve "+u.name+": "+err.Error())
 		}
 	}
 	for _, u := range mirrors {
-		if u.m.Stats().Connects == 0 {
-			waiting = append(waiting, "mirror "+u.name+": not connected to "+u.source+" yet")
+		if err := u.ready(); err != nil {
+			waiting = append(waiting, "mirror "+u.name+": "+err.Error())
 		}
 	}
 	if len(waiting) > 0 {
@@ -124,3 +108,39 @@ func (s *unitSet) ready() error {
 	}
 	return nil
 }
+
+// supervisedServe is a serve unit as ringfire run's supervisor runs it:
+// it is up once it listens, and logs its counters as it stops.
+type supervisedServe struct{ u *serveUnit }
+
+func (s supervisedServe) Run(ctx context.Context, up func()) error {
+	u := s.u
+	return u.run(ctx, func(context.Context, *replica.Server) { up() }, func(st replica.ServerStats) {
+		u.log.Info("stopped serving", "mirrors", st.Mirrors, "write_seq", st.WriteSeq, "last_sent", st.LastSent,
+			"records", st.Records, "datagrams", st.Datagrams, "tcp_records", st.TCPRecord, "naks_answered", st.NaksAnswered)
+	})
+}
+
+func (s supervisedServe) Ready() error { return s.u.ready() }
+
+// Discard has nothing to release: a serve unit opens its ring in Run.
+func (s supervisedServe) Discard() {}
+
+// supervisedMirror is a mirror unit as ringfire run's supervisor runs it:
+// it logs its counters as it stops. It does not call up: a mirror that
+// failed is reported by /healthz until the supervisor stops it.
+type supervisedMirror struct{ u *mirrorUnit }
+
+func (s supervisedMirror) Run(ctx context.Context, _ func()) error {
+	u := s.u
+	err := u.run(ctx)
+	st := u.m.Stats()
+	u.log.Info("stopped mirroring", "transport", st.Transport, "next", st.Next, "records", st.Records,
+		"datagrams", st.Datagrams, "naks", st.NaksSent, "gaps", st.Gaps, "connects", st.Connects)
+	return err
+}
+
+func (s supervisedMirror) Ready() error { return s.u.ready() }
+
+// Discard closes the mirror, which NewMirror opened.
+func (s supervisedMirror) Discard() { s.u.m.Close() }

@@ -1,0 +1,129 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Config is a ringfire run file: process-wide keys at the top, then one
+// [[serve]] table per served ring and one [[mirror]] table per mirror.
+type Config struct {
+	File      string
+	Metrics   string // top-level key metrics ("": none)
+	LogFormat string // top-level key log-format ("": the caller's default)
+	// Loop (key loop, a wait mode; "": none) runs every unit on a shared
+	// polling loop, pinned to LoopCPU (key loop-cpu; -1: not pinned).
+	Loop    string
+	LoopCPU int
+	// Loops (key loops, default 1) is how many loops share the units;
+	// loop i is pinned to LoopCPU + i.
+	Loops  int
+	Tables []Table
+
+	loopCPULine, loopsLine int // the lines of loop-cpu and loops (0: absent)
+}
+
+// Kinds of table: the header names them, [[serve]] and [[mirror]].
+const (
+	Serve  = "serve"
+	Mirror = "mirror"
+)
+
+// Table is one [[serve]] or [[mirror]] table.
+type Table struct {
+	Kind   string // Serve or Mirror
+	File   string
+	Line   int    // of its [[header]]
+	Name   string // key name, else the ring's base name
+	Ring   string // key ring, the ring's path
+	Source string // key source of a mirror, the serve's address
+	// Keys are the other keys, in the file's order: the caller gives them
+	// their meaning (ringfire run: the long flags of serve and mirror).
+	Keys  []KeyValue
+	lines map[string]int // of ring, source and name
+}
+
+// KeyValue is one key of a table other than ring, source and name, with
+// its value as text: strings as they are, integers in decimal, floats and
+// booleans as TOML wrote them.
+type KeyValue struct {
+	Key  string
+	Kind ValueKind
+	Text string
+	Line int
+}
+
+// ValueKind is the TOML type of a KeyValue.
+type ValueKind uint8
+
+// The kinds a KeyValue has: the parser refuses arrays, inline tables,
+// dates and times.
+const (
+	String ValueKind = iota + 1
+	Integer
+	Float
+	Bool
+)
+
+// String is the kind with its article, as an error names it ("an integer").
+func (k ValueKind) String() string {
+	switch k {
+	case String:
+		return "a string"
+	case Integer:
+		return "an integer"
+	case Float:
+		return "a float"
+	case Bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("kind %d", k)
+}
+
+// Unit names the unit a table describes, across reloads: its kind and
+// name ("serve quotes"). Two tables of one file never share it.
+func (t *Table) Unit() string { return t.Kind + " " + t.Name }
+
+// Fingerprint changes when anything in the table does: Diff restarts a
+// unit whose table's fingerprint changed, and only it.
+func (t *Table) Fingerprint() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%s", t.Kind, t.Name, t.Ring, t.Source)
+	for _, kv := range t.Keys {
+		fmt.Fprintf(&b, "\x00%s=%d:%s", kv.Key, kv.Kind, kv.Text)
+	}
+	return b.String()
+}
+
+// KeyLine is the line of key ring, source or name (0: not in the table).
+func (t *Table) KeyLine(key string) int { return t.lines[key] }
+
+// Errorf is a *ConfigError in t's file at line, about key ("": none).
+func (t *Table) Errorf(line int, key, format string, args ...any) error {
+	return &ConfigError{File: t.File, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Errorf is a *ConfigError in c's file at line, about key ("": none).
+func (c *Config) Errorf(line int, key, format string, args ...any) error {
+	return &ConfigError{File: c.File, Line: line, Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ConfigError is a mistake in the file: it names the file, the line and,
+// when there is one, the key.
+type ConfigError struct {
+	File string
+	Line int
+	Key  string
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s:%d: key %q: %s", e.File, e.Line, e.Key, e.Msg)
+}
+
+// ErrNoTables is returned by Parse for a file with nothing to run.
+var ErrNoTables = errors.New("the file has no [[serve]] or [[mirror]] table")
