@@ -60,7 +60,7 @@ func exportedMetrics(t *testing.T) (*prometheus.Registry, []string) {
 	u.live.p.Store(srv)
 	var set unitSet
 	set.addServe(u)
-	set.addMirror(&mirrorUnit{name: ringName(dst), source: srv.Addr().String(), path: dst, m: m})
+	set.mirrors = append(set.mirrors, &mirrorUnit{name: ringName(dst), source: srv.Addr().String(), path: dst, m: m})
 	set.loops = []*replica.Loop{loop}
 
 	reg := prometheus.NewPedanticRegistry()
