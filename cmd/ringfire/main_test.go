@@ -77,6 +77,7 @@ func TestSubcommandHelp(t *testing.T) {
 	synopsis := map[string]string{"mirror": "SOURCE PATH"}
 	synopsis["mirrors"], flags["mirrors"] = "ADDR", []string{"--json", "--timeout"}
 	synopsis["keygen"] = "FILE"
+	synopsis["clean"], flags["clean"] = "[PATH] [--dry-run]", []string{"--dry-run"}
 	synopsis["run"], flags["run"] = "CONFIG", []string{"--print-example", "--log-format"}
 	synopsis["mirrors"] = "ADDR [RING]"
 	flags["serve"] = append(flags["serve"], "--log-format")
