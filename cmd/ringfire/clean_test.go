@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -100,6 +102,10 @@ func TestClean(t *testing.T) {
 	if err := os.WriteFile(unfinished, make([]byte, 4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	fifo := filepath.Join(dir, "fifo") // opened without blocking, then left alone
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	sub := filepath.Join(dir, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -110,6 +116,7 @@ func TestClean(t *testing.T) {
 	kept := []string{
 		"kept " + producing + ": producer pid " + self + " holds the lock\n",
 		"kept " + reading + ": reader pid " + self + ` ("clean test") alive` + "\n",
+		"skipped " + fifo + ": not a regular file\n",
 		"skipped " + notes + ": not a ringfire ring\n",
 		"skipped " + unfinished + ": not a ringfire ring\n",
 		"skipped " + sub + ": a directory (clean does not descend)\n",
@@ -118,16 +125,16 @@ func TestClean(t *testing.T) {
 	wantContains(t, "clean --dry-run", out, append(kept,
 		"would remove "+abandoned+": no producer, no live reader\n",
 		"would remove "+plain+": no producer, no live reader\n",
-		"clean: 2 to remove (dry run), 2 kept, 3 skipped\n")...)
-	mustExist(t, producing, reading, abandoned, plain, notes, unfinished, nested)
+		"clean: 2 to remove (dry run), 2 kept, 4 skipped\n")...)
+	mustExist(t, producing, reading, abandoned, plain, notes, unfinished, fifo, nested)
 
 	out = mustRun(t, "clean", dir)
 	wantContains(t, "clean", out, append(kept,
 		"removed "+abandoned+": no producer, no live reader\n",
 		"removed "+plain+": no producer, no live reader\n",
-		"clean: 2 removed, 2 kept, 3 skipped\n")...)
+		"clean: 2 removed, 2 kept, 4 skipped\n")...)
 	mustBeGone(t, abandoned, plain)
-	mustExist(t, producing, reading, unfinished, nested)
+	mustExist(t, producing, reading, unfinished, fifo, nested)
 	if b, err := os.ReadFile(notes); err != nil || !bytes.Equal(b, text) {
 		t.Errorf("clean touched a file that is not a ring: %q, %v", b, err)
 	}
