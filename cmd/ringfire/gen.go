@@ -17,10 +17,11 @@ import (
 
 const genHelp = `Gen creates a ring at PATH (--size-byte records, --capacity slots) and
 writes synthetic records into it as its single producer: each record carries
-its sequence, a timestamp and a checksum over the rest (see internal/synth),
-so 'ringfire tail' can validate what it reads. With --rate it paces itself to
-that many records per second against a clock, writing in small batches;
---rate 0 writes as fast as it can. It stops after --count records (0: when
+its sequence, the wall-clock time gen wrote it (tail measures latency from
+it) and a checksum over the rest (see internal/synth), so 'ringfire tail' can
+validate what it reads. With --rate it paces itself to that many records per
+second against a clock, writing each millisecond's records together (at
+least one per batch); --rate 0 writes as fast as it can. It stops after --count records (0: when
 interrupted) and prints how many records it wrote and the rate. The ring file
 stays behind for stat, dump and tail. On a --lossless ring it waits for the
 slowest registered reader instead of lapping it.

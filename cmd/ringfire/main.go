@@ -1,7 +1,8 @@
 // Command ringfire inspects, monitors, exercises and replicates ringfire
 // shared-memory rings: stat, top, dump and prune look at a ring any producer
-// wrote; gen and tail are a synthetic producer and a validating reader for
-// tests and benchmarks; serve and mirror copy a ring to other hosts, and run
+// wrote, and clean removes the rings no process uses any more; gen and tail
+// are a synthetic producer and a validating reader for tests and
+// benchmarks; serve and mirror copy a ring to other hosts, and run
 // serves and mirrors every ring of a TOML file in one process. The
 // benchmark harness is a command of its own, ringfire-bench.
 package main
@@ -21,6 +22,7 @@ var commands = []cli.Command{
 	{Name: "top", Summary: "print throughput and the slowest reader's lag every interval", Run: runTop},
 	{Name: "dump", Summary: "print the last records of a ring", Run: runDump},
 	{Name: "prune", Summary: "release the registry entries of dead readers", Run: runPrune},
+	{Name: "clean", Summary: "remove the ring files no process writes, reads or maps (--dry-run lists them)", Run: runClean},
 	{Name: "gen", Summary: "create a ring and write synthetic checksummed records", Run: runGen},
 	{Name: "tail", Summary: "read and validate synthetic records", Run: runTail},
 	{Name: "serve", Summary: "serve a ring to mirrors over TCP, UDP multicast or UDP unicast", Run: runServe},

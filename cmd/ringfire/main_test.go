@@ -77,9 +77,10 @@ func TestSubcommandHelp(t *testing.T) {
 	synopsis := map[string]string{"mirror": "SOURCE PATH"}
 	synopsis["mirrors"], flags["mirrors"] = "ADDR", []string{"--json", "--timeout"}
 	synopsis["keygen"] = "FILE"
+	synopsis["clean"], flags["clean"] = "[PATH] [--dry-run]", []string{"--dry-run"}
 	synopsis["run"], flags["run"] = "CONFIG", []string{"--print-example", "--log-format"}
 	synopsis["mirrors"] = "ADDR [RING]"
-	flags["serve"] = append(flags["serve"], "--log-format")
+	flags["serve"] = append(flags["serve"], "--log-format", "--once")
 	flags["serve"] = append(flags["serve"], "--key", "--encrypt", "--max-conns", "--wide-multicast")
 	for _, c := range commands {
 		for _, h := range []string{"--help", "-h"} {

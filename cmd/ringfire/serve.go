@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/netip"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/trace"
@@ -24,10 +25,13 @@ datagram for all mirrors of a LAN) or by unicast to mirrors that punch to
 ring itself; what the ring no longer holds becomes a gap. A frame leaves as
 soon as the sender has it: under load, records gather while the previous
 batch is being sent (--linger-us N holds a partial frame up to N µs). The
-sender waits as --wait says (adaptive: spin, then sched_yield, then sleep
-on the ring's futex). The counters are printed when serve ends (SIGINT, SIGTERM or --duration).
-Mirrors report their progress back: a mirror whose lag passes half the ring
-is logged, and --metrics ADDR serves Prometheus metrics (/metrics) and the
+sender waits as --wait says (adaptive: sched_yield between its first 200
+polls of the ring, then sleep on the ring's futex). Serve runs until SIGINT,
+SIGTERM or --duration, or with --once until the first mirror session ends (a
+mirror that completed the handshake disconnects, for whatever reason), and
+then exits with status 0; the counters are printed when it ends. Mirrors
+report their progress back: a mirror whose lag passes half the ring is
+logged, and --metrics ADDR serves Prometheus metrics (/metrics) and the
 table of mirrors (/mirrors, read by "ringfire mirrors ADDR"), on loopback
 unless ADDR names a host.`
 
@@ -70,10 +74,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	f := addServeFlags(fs)
 	var (
 		metrics         string
-		asJSON          bool
+		asJSON, once    bool
 		duration, every time.Duration
 	)
 	fs.StringVar(&metrics, "metrics", "", "serve Prometheus metrics and the mirror table on `[host]:port` (no host: 127.0.0.1)")
+	fs.BoolVar(&once, "once", false, "exit (status 0) when the first mirror session ends")
 	addRunFlags(fs, &duration, &every, &asJSON)
 	logFormat := fs.String("log-format", "text", "log as `text` or json")
 	path, err := parsePath(fs, args)
@@ -93,6 +98,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ctx, cancel := runContext(ctx, duration)
 	defer cancel()
+	if once {
+		ctx = endAfterFirstSession(ctx, u)
+	}
 	defer trace.Flush("serve-" + filepath.Base(path))
 	if metrics != "" {
 		addr, err := metricsAddr(metrics)
@@ -110,6 +118,29 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return u.run(ctx, func(sctx context.Context, srv *replica.Server) {
 		go everyTick(sctx, every, func() { printServerStats(stdout, srv.Stats(), false) })
 	}, func(st replica.ServerStats) { printServerStats(stdout, st, asJSON) })
+}
+
+// endAfterFirstSession returns a context that ends with ctx or, earlier,
+// when the first mirror session u serves ends: the server's
+// EventDisconnected, which only follows an EventConnected. Serve then
+// stops as it does on a signal (sessions closed, counters printed) and
+// returns nil.
+func endAfterFirstSession(ctx context.Context, u *serveUnit) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	events := u.cfg.Events
+	var ended sync.Once
+	u.cfg.Events = func(e replica.Event) {
+		if events != nil {
+			events(e)
+		}
+		if e.Kind == replica.EventDisconnected {
+			ended.Do(func() {
+				u.log.Info("the first mirror session ended: stopping (--once)", "peer", e.Peer)
+				cancel()
+			})
+		}
+	}
+	return ctx
 }
 
 // sunPathMax is the longest Unix socket path a sockaddr_un holds (108

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -19,10 +21,18 @@ the reader registry when the ring has one) and validates every record it
 receives: the checksum must match and the sequence embedded in the record must
 equal the ring sequence it was read at. It prints each record unless --quiet,
 and at the end (after --count records, after --timeout without a record, or
-when interrupted) the totals: received, lapped (records the ring overwrote
-before they were read), gaps (sequence jumps between consecutive records, i.e.
-laps observed as jumps), checksum errors and sequence mismatches. It exits
-with an error if any record failed validation.
+when interrupted) the totals: received; lapped, the records tail lost after
+it started (the ring overwrote them before they were read, or a mirror ring
+never got them); gaps, the sequence jumps between consecutive records;
+checksum errors and sequence mismatches; the sequences read; and where it
+started. Tail starts at the first record it reads: the sequences --from asked
+for before it were not there to read (gone before tail attached, or never in
+the ring, as on a mirror ring that began at the source's latest record) and
+are told apart, not counted as lapped. Once tail has caught up with the
+ring's newest record it also measures each record's latency, from the
+timestamp gen wrote into it to tail reading it (one clock: the same host, or
+network namespaces sharing it), and prints its p50, p99 and maximum. It
+exits with an error if any record failed validation.
 
 With --queue it is a competing consumer of a multi-producer ring (written by
 'gen --producers N'): it takes records from the ring's shared read_seq, so
@@ -54,15 +64,33 @@ type tailer struct {
 	first, last                    uint64
 	idle                           bool // stopped by --timeout
 
+	// Where tail started. A fresh reader (the first, or one on a ring
+	// numbered afresh) counts in lost() what it skipped before its first
+	// record: sequences gone before it attached, holes before a sparse
+	// ring's first record. base is that count, which tail did not lose.
+	// asked is the first sequence --from asked for (the ring's oldest for
+	// --from oldest), before the count from it to the first record read.
+	fresh         bool
+	asked, before uint64
+	base          uint64 // the current reader's lost() that tail did not lose
+	lostEarlier   uint64 // lost on rings replaced since
+
+	// Latency, stamp to read, of the records read once caught up (live).
+	live bool
+	lat  *hdrhistogram.Histogram
+
 	path       string            // the ring's path, to reattach
 	wait       *shm.WaitStrategy // the reader's wait, to reattach
 	reattached int               // rings replaced under us and reattached
 }
 
+// maxLatency bounds the latencies recorded; longer ones count as this.
+const maxLatency = 10 * time.Second
+
 func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("tail", "PATH [--from latest|oldest|N | --queue] [--count N] [--timeout D] [--quiet]", tailHelp, stderr)
 	from := fs.String("from", "latest", "where to start: `latest` (the newest record), oldest, head (the next one) or a sequence number")
-	t := &tailer{errOut: stderr}
+	t := newTailer(stdout, stderr)
 	fs.Uint64Var(&t.count, "count", 0, "stop after this many `records`; 0 never stops")
 	fs.DurationVar(&t.timeout, "timeout", 0, "stop when no record arrives for this `duration` (e.g. 2s); 0 waits forever")
 	fs.BoolVar(&t.quiet, "quiet", false, "print only errors and the totals")
@@ -82,11 +110,11 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := t.open(path, opts, &wait); err != nil {
 		return err
 	}
-	defer t.rd.Close()
+	t.begin(true)
+	defer func() { t.rd.Close() }() // the reader of the last ring reattached
 	if n := t.rd.Ring().Layout().PayloadSize(); n < synth.MinSize {
 		return fmt.Errorf("%s: %d-byte payloads cannot hold synthetic records (at least %d bytes); was it written by 'ringfire gen'?", path, n, synth.MinSize)
 	}
-	t.out = bufio.NewWriter(stdout)
 	err = t.loop(ctx)
 	t.summary()
 	if ferr := t.out.Flush(); err == nil {
@@ -96,6 +124,12 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		err = fmt.Errorf("validation failed: %d checksum errors and %d sequence mismatches in %d records", t.badSum, t.badSeq, t.received)
 	}
 	return err
+}
+
+// newTailer makes a tailer that prints to stdout (buffered: Flush at the
+// end) and reports validation errors and reattachments on stderr.
+func newTailer(stdout, stderr io.Writer) *tailer {
+	return &tailer{out: bufio.NewWriter(stdout), errOut: stderr, lat: hdrhistogram.New(1, int64(maxLatency), 2)}
 }
 
 // open attaches the reader (or, with --queue, the queue consumer).
@@ -117,6 +151,26 @@ func (t *tailer) open(path string, opts shm.ReadOptions, wait *shm.WaitStrategy)
 	t.rd, t.lost = rd, rd.Lapped
 	return nil
 }
+
+// begin makes the reader just opened tail's own. A fresh one (the first,
+// or one on a ring numbered afresh) starts tail anew: what it skipped on
+// attaching is not lost by tail, nor what it skips before its first record
+// (check calls start). A reattached one going on after the last record
+// read counts all it skips: records tail missed between the two rings.
+func (t *tailer) begin(fresh bool) {
+	t.fresh, t.base = false, 0
+	rd, ok := t.rd.(*shm.Reader)
+	if !fresh || !ok {
+		return
+	}
+	t.fresh, t.base = true, rd.Lapped()
+	if t.received == 0 {
+		t.asked = rd.Next() - rd.Lapped()
+	}
+}
+
+// lostAfterStart counts the records tail lost since it started.
+func (t *tailer) lostAfterStart() uint64 { return t.lostEarlier + t.lost() - t.base }
 
 func parseFrom(s string) (shm.ReadOptions, error) {
 	switch s {
@@ -143,6 +197,9 @@ func (t *tailer) loop(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if !t.live {
+			t.live = t.caughtUp()
+		}
 		slice := 100 * time.Millisecond
 		if t.timeout > 0 {
 			left := t.timeout - time.Since(lastAt)
@@ -168,7 +225,9 @@ func (t *tailer) loop(ctx context.Context) error {
 			return err
 		}
 		lastAt = time.Now()
-		t.check(seq, buf)
+		if ts, ok := t.check(seq, buf); ok {
+			t.measure(ts)
+		}
 	}
 	return nil
 }
@@ -182,30 +241,38 @@ func (t *tailer) reattach() error {
 	if t.received > 0 {
 		opts = shm.ReadOptions{Start: shm.StartSequence, Sequence: t.last + 1}
 	}
-	old := t.rd
+	old, oldLost, lost := t.rd, t.lostAfterStart(), t.lost
 	if err := t.open(t.path, opts, t.wait); err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil // not there yet: the next slice looks again
 		}
 		return fmt.Errorf("reattach %s: %w", t.path, err)
 	}
+	fresh := t.received == 0
 	if w := t.rd.Ring().WriteSeq(); t.received > 0 && w < t.last {
 		// Numbered afresh (a restarted producer): from its oldest.
 		t.rd.Close()
 		if err := t.open(t.path, shm.ReadOptions{Start: shm.StartOldest}, t.wait); err != nil {
-			t.rd = old
+			t.rd, t.lost = old, lost
 			return fmt.Errorf("reattach %s: %w", t.path, err)
 		}
+		fresh = true
 	}
 	old.Close()
+	t.lostEarlier = oldLost
+	t.begin(fresh)
 	t.reattached++
 	fmt.Fprintf(t.errOut, "tail: %s was replaced (a new producer, or a mirror's fresh ring); reattached\n", t.path)
 	return nil
 }
 
-// check validates the record read at ring sequence seq.
-func (t *tailer) check(seq uint64, rec []byte) {
+// check validates the record read at ring sequence seq and returns its
+// timestamp, ok if it is valid. It prints the record's age unless --quiet.
+func (t *tailer) check(seq uint64, rec []byte) (ts uint64, ok bool) {
 	t.received++
+	if t.fresh {
+		t.start(seq)
+	}
 	if t.received == 1 {
 		t.first = seq
 	} else if seq != t.last+1 {
@@ -217,12 +284,46 @@ func (t *tailer) check(seq uint64, rec []byte) {
 	case err != nil:
 		t.badSum++
 		t.report("seq %d: %v", seq, err)
+		return 0, false
 	case got != seq:
 		t.badSeq++
 		t.report("seq %d: record carries sequence %d", seq, got)
+		return 0, false
 	case !t.quiet:
 		age := time.Since(time.Unix(0, int64(ts)))
 		fmt.Fprintf(t.out, "seq %d ok, age %v\n", seq, age.Round(time.Microsecond))
+	}
+	return ts, true
+}
+
+// start marks seq, the first record of a fresh reader, as where tail
+// started: what the reader skipped before it (holes before a sparse
+// ring's first record) was not tail's to lose.
+func (t *tailer) start(seq uint64) {
+	t.fresh = false
+	t.base = t.lost()
+	if t.received == 1 && seq > t.asked {
+		t.before = seq - t.asked
+	}
+}
+
+// caughtUp reports whether tail has read every record published so far:
+// the records it reads from then on are read live, as they come.
+func (t *tailer) caughtUp() bool {
+	r := t.rd.Ring()
+	if rd, ok := t.rd.(*shm.Reader); ok {
+		return rd.Next() > r.WriteSeq()
+	}
+	return r.ReadSeq() > r.WriteSeq()
+}
+
+// measure records the latency of a valid record stamped ts, from the
+// stamp to now, once tail reads live: the age of a record read from a
+// backlog measures the backlog, not the path from producer to reader.
+func (t *tailer) measure(ts uint64) {
+	if t.live {
+		age := time.Now().UnixNano() - int64(ts)
+		t.lat.RecordValue(min(max(age, 1), int64(maxLatency)))
 	}
 }
 
@@ -241,9 +342,20 @@ func (t *tailer) summary() {
 		lost = "dropped"
 	}
 	fmt.Fprintf(t.out, "received %d, %s %d, gaps %d, checksum errors %d, sequence errors %d",
-		t.received, lost, t.lost(), t.gaps, t.badSum, t.badSeq)
+		t.received, lost, t.lostAfterStart(), t.gaps, t.badSum, t.badSeq)
 	if t.received > 0 {
 		fmt.Fprintf(t.out, " (seq %d..%d)", t.first, t.last)
+	}
+	switch {
+	case t.before == 1:
+		fmt.Fprintf(t.out, "; started at seq %d: seq %d was not in the ring when tail attached", t.first, t.asked)
+	case t.before > 1:
+		fmt.Fprintf(t.out, "; started at seq %d: seq %d..%d were not in the ring when tail attached", t.first, t.asked, t.first-1)
+	}
+	if n := t.lat.TotalCount(); n > 0 {
+		q := func(p float64) time.Duration { return time.Duration(t.lat.ValueAtQuantile(p)) }
+		fmt.Fprintf(t.out, "; latency from gen's stamp p50 %v, p99 %v, max %v (%d record%s read live)", roundLatency(q(50)),
+			roundLatency(q(99)), roundLatency(time.Duration(t.lat.Max())), n, plural(int(n)))
 	}
 	if t.reattached > 0 {
 		fmt.Fprintf(t.out, "; rings replaced and reattached %d", t.reattached)
@@ -252,4 +364,17 @@ func (t *tailer) summary() {
 		fmt.Fprintf(t.out, "; stopped after %v without a record", t.timeout)
 	}
 	fmt.Fprintln(t.out)
+}
+
+// roundLatency keeps three significant digits or so: 12.3µs, 1.24ms.
+func roundLatency(d time.Duration) time.Duration {
+	switch {
+	case d < 10*time.Microsecond:
+		return d.Round(10 * time.Nanosecond)
+	case d < time.Millisecond:
+		return d.Round(100 * time.Nanosecond)
+	case d < time.Second:
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
 }
