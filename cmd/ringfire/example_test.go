@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/ringfire/ringfire/internal/supervisor"
 )
 
 // ringfire run --print-example prints a commented configuration that
@@ -16,9 +18,9 @@ func Example_runPrintExample() {
 		fmt.Println(err)
 		return
 	}
-	c, err := parseRunConfig("example.toml", []byte(out.String()))
+	c, err := supervisor.Parse("example.toml", []byte(out.String()))
 	fmt.Println(strings.SplitN(out.String(), "\n", 2)[0])
-	fmt.Println(len(c.tablesOf("serve")), "serve tables,", len(c.tablesOf("mirror")), "mirror tables, err", err)
+	fmt.Println(len(tablesOf(c, supervisor.Serve)), "serve tables,", len(tablesOf(c, supervisor.Mirror)), "mirror tables, err", err)
 	// Output:
 	// # ringfire run: one process serves and mirrors any number of rings, and
 	// 3 serve tables, 2 mirror tables, err <nil>

@@ -27,7 +27,7 @@ var commands = []cli.Command{
 	{Name: "tail", Summary: "read and validate synthetic records", Run: runTail},
 	{Name: "serve", Summary: "serve a ring to mirrors over TCP, UDP multicast or UDP unicast", Run: runServe},
 	{Name: "mirror", Summary: "keep a local copy of a served ring, same sequence numbers", Run: runMirror},
-	{Name: "run", Summary: "serve and mirror every ring of a TOML file in one process (SIGHUP reloads)", Run: runRun},
+	{Name: "run", Summary: "serve and mirror every ring of a TOML file in one process (SIGHUP reloads)", Run: runSupervise},
 	{Name: "mirrors", Summary: "print the mirrors of a serve --metrics ADDR: applied, lag, NAKs, gaps", Run: runMirrors},
 	{Name: "keygen", Summary: "write a fresh secret for serve --key and mirror --key", Run: runKeygen},
 }

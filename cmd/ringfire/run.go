@@ -38,9 +38,6 @@ has connected once). --print-example prints a commented file.`
 //go:embed run_example.toml
 var runExample string
 
-// runRun is runSupervise under the name main.go's command table uses.
-// Once that table names runSupervise, runRun goes.
-var runRun = runSupervise
 
 // runSupervise is the run command: it parses its flags and CONFIG, sets
 // up the logger, and runs the file's units under a supervisor.

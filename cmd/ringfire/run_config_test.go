@@ -124,15 +124,3 @@ func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Disca
 func tablesOf(c *supervisor.Config, kind string) []supervisor.Table {
 	return slices.DeleteFunc(slices.Clone(c.Tables), func(t supervisor.Table) bool { return t.Kind != kind })
 }
-
-// runConfig and parseRunConfig keep example_test.go's example, which
-// predates internal/supervisor, compiling: it should call
-// supervisor.Parse and tablesOf, and then these go.
-type runConfig struct{ *supervisor.Config }
-
-func parseRunConfig(file string, data []byte) (*runConfig, error) {
-	c, err := supervisor.Parse(file, data)
-	return &runConfig{c}, err
-}
-
-func (c *runConfig) tablesOf(kind string) []supervisor.Table { return tablesOf(c.Config, kind) }
