@@ -38,7 +38,6 @@ has connected once). --print-example prints a commented file.`
 //go:embed run_example.toml
 var runExample string
 
-
 // runSupervise is the run command: it parses its flags and CONFIG, sets
 // up the logger, and runs the file's units under a supervisor.
 func runSupervise(ctx context.Context, args []string, stdout, stderr io.Writer) error {
