@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/cli"
 )
 
@@ -181,7 +182,7 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	return cfg, nil
 }
 
-func writeBench(rep *bench.Report, f benchFlags, stdout io.Writer) error {
+func writeBench(rep *report.Report, f benchFlags, stdout io.Writer) error {
 	if f.json {
 		if err := rep.WriteJSON(stdout); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/cli"
 	"github.com/ringfire/ringfire/internal/netns"
 )
@@ -69,7 +70,7 @@ func TestBenchDeployedSmoke(t *testing.T) {
 // checkDeployed asserts that d took its 200 samples and that every one of
 // its processes (roles, in any order) reported the CPU it used, each a
 // process of its own.
-func checkDeployed(t *testing.T, d bench.Deployed, roles ...string) {
+func checkDeployed(t *testing.T, d report.Deployed, roles ...string) {
 	t.Helper()
 	if d.Lat.Samples != 200 || d.Lat.P50 <= 0 || d.Lat.Max < d.Lat.P50 || d.Measured <= 0 {
 		t.Errorf("%s %s: %+v over %v", d.Transport, d.Wait, d.Lat, time.Duration(d.Measured))
@@ -161,9 +162,9 @@ func runBench(t *testing.T, d time.Duration, args ...string) (out, stdout string
 
 // readReport reads the bench.json of a run into dir and fails the test
 // if any measurement failed.
-func readReport(t *testing.T, dir string) bench.Report {
+func readReport(t *testing.T, dir string) report.Report {
 	t.Helper()
-	var rep bench.Report
+	var rep report.Report
 	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/replica/auth"
@@ -26,17 +27,17 @@ func datagramPath(tr string) string {
 // and back, through the transport alone (no ring, no protocol): what the
 // transport contributes to a replication hop. Both ends block in
 // RecvBatch.
-func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, error) {
+func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (report.Latency, error) {
 	defer r.reset()
 	p := r.pair
 	base, keyMode := splitKey(tr)
 	a, err := r.openDatagram(base, p.A, p.AAddr)
 	if err != nil {
-		return Latency{}, err
+		return report.Latency{}, err
 	}
 	b, err := r.openDatagram(base, p.B, p.BAddr)
 	if err != nil {
-		return Latency{}, err
+		return report.Latency{}, err
 	}
 	ab, ba := newSealPairs(keyMode) // with a key mode, each end seals what it sends and opens what it gets
 	stop := make(chan struct{})
@@ -76,7 +77,7 @@ func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, 
 	for i := 0; end.IsZero() || time.Now().Before(end); i++ {
 		v, err := rt()
 		if err != nil {
-			return Latency{}, err
+			return report.Latency{}, err
 		}
 		if i == 200 { // warmed up: next hops, caches
 			end = time.Now().Add(d)
@@ -84,7 +85,7 @@ func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, 
 			h.record(v)
 		}
 	}
-	return Latency{Name: tr, Lat: h.percentiles()}, nil
+	return report.Latency{Name: tr, Lat: h.percentiles()}, nil
 }
 
 // echo sends every datagram t receives back to its sender until stop

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/trace"
 )
@@ -150,10 +151,10 @@ func (ps procSet) stopAll() error {
 // (N2) → A' → echo → B → serve (N2) → mirror (N1) → B' → pinger. A loop's
 // wait name (loop-yield) runs four processes instead: the serve and the
 // mirror of each host are one ringfire run on one Loop (deployed_loop.go).
-func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
+func (r *rig) deployed(cfg *Config, tr, wait string) (report.Deployed, error) {
 	d, dir, err := r.deployedDir(cfg, "deployed-")
 	if err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
 	defer os.RemoveAll(dir)
 	var ps procSet
@@ -162,22 +163,22 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (Deployed, error) {
 	if cfg.Trace { // the processes inherit the environment
 		traceDir = filepath.Join(dir, "trace")
 		if err := os.Mkdir(traceDir, 0o755); err != nil {
-			return Deployed{}, err
+			return report.Deployed{}, err
 		}
 		os.Setenv(trace.Env, traceDir)
 		defer os.Unsetenv(trace.Env)
 	}
 	// The roles wait as serve and mirror, or the loop, do.
-	spec := roleSpec{Wait: modeOf(wait), Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
+	spec := roleSpec{Wait: report.ModeOf(wait), Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, echo.Role = roleRingPinger, roleRingEcho
 	start, chain := ps.sixProcs, traceChain
-	if _, _, loop := loopWait(wait); loop {
+	if _, _, loop := report.LoopWait(wait); loop {
 		start, chain = ps.fourProcs, loopChain
 	}
 	pinger, err := start(d, dir, tr, wait, ping, echo)
 	if err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
 	res, err := ps.measure(pinger, cfg)
 	res.Transport, res.Wait = tr, wait
@@ -250,25 +251,25 @@ func (ps *procSet) serve(d *deployedNet, h hop, tr, wait, role string) error {
 
 // deployedDatagram measures one datagram from N1 to an echo process in
 // N2 and back over veth0, both processes waiting in style.
-func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
+func (r *rig) deployedDatagram(cfg *Config, style string) (report.Deployed, error) {
 	d, err := r.deployedNet(cfg)
 	if err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
 	a := netip.AddrPortFrom(d.pair.AAddr, 7701).String()
 	b := netip.AddrPortFrom(d.pair.BAddr, 7701).String()
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
-	spec := roleSpec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
+	spec := roleSpec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, ping.Local, ping.Peer = roleDgramPinger, a, b
 	echo.Role, echo.Local, echo.Peer = roleDgramEcho, b, a
 	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
 	pinger, err := ps.role(d, d.n1, "pinger", ping)
 	if err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
 	res, err := ps.measure(pinger, cfg)
 	res.Transport, res.Wait = "udp", style
@@ -277,14 +278,14 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (Deployed, error) {
 
 // measure waits for the pinger's warm-up and result (timed) and decodes
 // the result line.
-func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
+func (ps procSet) measure(pinger *proc, cfg *Config) (report.Deployed, error) {
 	line, wall, cpu, hic, err := ps.timed(pinger, cfg)
 	if err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
-	res := Deployed{Measured: Duration(wall), CPU: cpu, Hiccups: hic}
+	res := report.Deployed{Measured: report.Duration(wall), CPU: cpu, Hiccups: hic}
 	if err := json.Unmarshal([]byte(line), &res.Lat); err != nil {
-		return Deployed{}, fmt.Errorf("bench: pinger result %q: %w", line, err)
+		return report.Deployed{}, fmt.Errorf("bench: pinger result %q: %w", line, err)
 	}
 	return res, nil
 }
@@ -293,15 +294,15 @@ func (ps procSet) measure(pinger *proc, cfg *Config) (Deployed, error) {
 // waits for its result and takes them again: the result line, the wall
 // time of the samples, each process's CPU over it and the hiccups a
 // sleeping thread of the bench saw meanwhile.
-func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []ProcCPU, Hiccups, error) {
+func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []report.ProcCPU, report.Hiccups, error) {
 	// The pinger bounds its warm-up and samples in time, and each round
 	// trip; these bounds are the parent's, a little wider.
 	if _, err := pinger.expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
-		return "", 0, nil, Hiccups{}, ps.explain(err)
+		return "", 0, nil, report.Hiccups{}, ps.explain(err)
 	}
 	before, err := ps.cpuTimes()
 	if err != nil {
-		return "", 0, nil, Hiccups{}, err
+		return "", 0, nil, report.Hiccups{}, err
 	}
 	hm := startHiccups()
 	start := time.Now()
@@ -318,11 +319,11 @@ func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []Pro
 }
 
 // cpuOver is each process's CPU between two readings wall apart.
-func (ps procSet) cpuOver(before, after []time.Duration, wall time.Duration) []ProcCPU {
-	var cs []ProcCPU
+func (ps procSet) cpuOver(before, after []time.Duration, wall time.Duration) []report.ProcCPU {
+	var cs []report.ProcCPU
 	for i, p := range ps {
 		used := (after[i] - before[i]).Seconds()
-		cs = append(cs, ProcCPU{Role: p.role, Pid: p.cmd.Process.Pid, Seconds: used, PerSec: used / wall.Seconds()})
+		cs = append(cs, report.ProcCPU{Role: p.role, Pid: p.cmd.Process.Pid, Seconds: used, PerSec: used / wall.Seconds()})
 	}
 	return cs
 }

@@ -22,15 +22,6 @@ import (
 var loopChain = roundTripChain(traceProc{"run-rtt-1", "run 1 (serve A)"}, traceProc{"run-rtt-2", "run 2 (mirror A')"},
 	traceProc{"run-rtt-2", "run 2 (serve B)"}, traceProc{"run-rtt-1", "run 1 (mirror B')"})
 
-// modeOf is the wait a bench wait name's pinger, echo and relays poll in:
-// a loop's mode (loop-yield: yield), else the name itself.
-func modeOf(wait string) string {
-	if _, mode, ok := loopWait(wait); ok {
-		return mode
-	}
-	return wait
-}
-
 // loopHops are the two hops of a four-process round trip over tr (a
 // unicast transport), n rings each way: A1..An served in N1 and mirrored
 // into N2 over veth0, B1..Bn the other way over veth1.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"os"
 	"path/filepath"
 )
@@ -36,25 +37,25 @@ var relayWaits = []string{"yield", "spin"}
 
 // deployedRelay measures the relay of n processes (relayChains), each
 // waiting on its rings as wait says.
-func (r *rig) deployedRelay(cfg *Config, n int, wait string) (Deployed, error) {
+func (r *rig) deployedRelay(cfg *Config, n int, wait string) (report.Deployed, error) {
 	chain, ok := relayChains[n]
 	if !ok {
-		return Deployed{}, fmt.Errorf("bench: no relay of %d processes", n)
+		return report.Deployed{}, fmt.Errorf("bench: no relay of %d processes", n)
 	}
 	d, dir, err := r.deployedDir(cfg, "relay-")
 	if err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
 	defer os.RemoveAll(dir)
 	ring := func(k int) string { return filepath.Join(dir, fmt.Sprintf("R%d", k)) }
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
-	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
+	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping := spec
 	ping.Role, ping.Ring, ping.Read = roleRingPinger, ring(0), ring(len(chain)-1)
 	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
 	if err != nil {
-		return Deployed{}, err
+		return report.Deployed{}, err
 	}
 	for p := 1; p < n; p++ {
 		relay := spec
@@ -65,7 +66,7 @@ func (r *rig) deployedRelay(cfg *Config, n int, wait string) (Deployed, error) {
 			}
 		}
 		if _, err := ps.roleReady(d, d.n1, fmt.Sprintf("relay %d", p), relay); err != nil {
-			return Deployed{}, err
+			return report.Deployed{}, err
 		}
 	}
 	res, err := ps.measure(pinger, cfg)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/trace"
 )
 
@@ -27,18 +28,18 @@ const (
 
 // roleSpec is what a role process is told.
 type roleSpec struct {
-	Role    string   `json:"role"`
-	Ring    string   `json:"ring,omitempty"` // the ring it creates
-	Read    string   `json:"read,omitempty"` // the ring it reads
-	Wait    string   `json:"wait"`           // ring roles: a bench wait name; datagram roles: a style
-	Record  int      `json:"record"`
-	WarmUp  int      `json:"warm_up,omitempty"`
-	Samples int      `json:"samples,omitempty"`
-	Limit   Duration `json:"limit,omitempty"` // a pinger's bound on the time of its samples
-	Local   string   `json:"local,omitempty"` // datagram roles: address to bind
-	Peer    string   `json:"peer,omitempty"`  // datagram roles: address to connect to
-	Rings   []string `json:"rings,omitempty"` // rings roles: the rings it creates
-	Reads   []string `json:"reads,omitempty"` // rings roles: the rings it reads, in the same order
+	Role    string          `json:"role"`
+	Ring    string          `json:"ring,omitempty"` // the ring it creates
+	Read    string          `json:"read,omitempty"` // the ring it reads
+	Wait    string          `json:"wait"`           // ring roles: a bench wait name; datagram roles: a style
+	Record  int             `json:"record"`
+	WarmUp  int             `json:"warm_up,omitempty"`
+	Samples int             `json:"samples,omitempty"`
+	Limit   report.Duration `json:"limit,omitempty"` // a pinger's bound on the time of its samples
+	Local   string          `json:"local,omitempty"` // datagram roles: address to bind
+	Peer    string          `json:"peer,omitempty"`  // datagram roles: address to connect to
+	Rings   []string        `json:"rings,omitempty"` // rings roles: the rings it creates
+	Reads   []string        `json:"reads,omitempty"` // rings roles: the rings it reads, in the same order
 }
 
 // The lines a role writes on stdout, in order: ready once what it creates

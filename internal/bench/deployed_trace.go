@@ -3,20 +3,13 @@ package bench
 import (
 	"bufio"
 	"fmt"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 )
-
-// Hop is one stage-to-stage leg of the ring-to-ring round trip, from the
-// stamps the processes took (internal/trace; ringfire-bench --trace).
-type Hop struct {
-	From string      `json:"from"`
-	To   string      `json:"to"`
-	Lat  Percentiles `json:"latency"`
-}
 
 // traceStage is one stamp of the loop: which process file, which stage.
 type traceStage struct{ file, stage, name string }
@@ -85,7 +78,7 @@ func readStamps(dir, prefix string) (map[string]map[uint64]int64, error) {
 
 // traceHops turns the trace files in dir into the hops of chain, over
 // the records after warmUp (records keep their sequence from A to B').
-func traceHops(dir string, warmUp int, chain []traceStage) ([]Hop, error) {
+func traceHops(dir string, warmUp int, chain []traceStage) ([]report.Hop, error) {
 	files := map[string]map[string]map[uint64]int64{}
 	for _, st := range chain {
 		if files[st.file] != nil {
@@ -119,9 +112,9 @@ func traceHops(dir string, warmUp int, chain []traceStage) ([]Hop, error) {
 			hists[i].record(time.Duration(ts[i+1] - ts[i]))
 		}
 	}
-	hops := make([]Hop, len(hists))
+	hops := make([]report.Hop, len(hists))
 	for i, h := range hists {
-		hops[i] = Hop{From: chain[i].name, To: chain[i+1].name, Lat: h.percentiles()}
+		hops[i] = report.Hop{From: chain[i].name, To: chain[i+1].name, Lat: h.percentiles()}
 	}
 	return hops, nil
 }

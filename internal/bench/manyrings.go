@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
@@ -106,26 +107,10 @@ func (h ringsHop) copies() []string {
 	return ps
 }
 
-// loopWait parses a loop's bench wait name: "loop-yield" runs every serve
-// and mirror of a run process on one Loop waiting as yield, "loop2-yield"
-// on two (ok false: not a loop's name).
-func loopWait(wait string) (loops int, mode string, ok bool) {
-	head, mode, found := strings.Cut(wait, "-")
-	n, isLoop := strings.CutPrefix(head, "loop")
-	if !found || !isLoop {
-		return 0, "", false
-	}
-	if n == "" {
-		return 1, mode, true
-	}
-	loops, err := strconv.Atoi(n)
-	return loops, mode, err == nil && loops > 0
-}
-
 // waitKey is a table's wait key for a bench wait name (none for a loop's:
 // loopKey sets the loop's).
 func waitKey(wait string) string {
-	if _, _, loop := loopWait(wait); wait == "default" || loop {
+	if _, _, loop := report.LoopWait(wait); wait == "default" || loop {
 		return ""
 	}
 	return fmt.Sprintf("wait = %q\n", wait)
@@ -134,7 +119,7 @@ func waitKey(wait string) string {
 // loopKey is the top-level loop keys for a bench wait name ("" for one
 // that is not a loop's).
 func loopKey(wait string) string {
-	n, mode, ok := loopWait(wait)
+	n, mode, ok := report.LoopWait(wait)
 	if !ok {
 		return ""
 	}

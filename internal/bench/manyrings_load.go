@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -43,7 +44,7 @@ type ringsLoad struct {
 // record at every mirror, no gap and no NAK: the stress section's method
 // (each rate of cfg.Rates for cfg.Stress, up to the second rate in a row
 // that loses), the rate split evenly among the rings.
-func (r *rig) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait string) ([]RingsStep, ZeroLoss, error) {
+func (r *rig) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait string) ([]report.RingsStep, report.ZeroLoss, error) {
 	p := d.pair
 	ld := &ringsLoad{r: r, rec: make([]byte, cfg.Record),
 		h: ringsHop{prefix: "L", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsL, wait: wait, n: n}}
@@ -51,27 +52,27 @@ func (r *rig) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait
 	for i := range n {
 		w, err := shm.Create(ld.h.ring(i), shm.RingConfig{PayloadSize: cfg.Record, Capacity: ringsLoadCapacity(n)}, shm.CreateOptions{Replace: true})
 		if err != nil {
-			return nil, ZeroLoss{}, err
+			return nil, report.ZeroLoss{}, err
 		}
 		ld.ws = append(ld.ws, w)
 		ld.names, ld.cname = append(ld.names, ld.h.name(i)), append(ld.cname, ld.h.copyName(i))
 	}
 	var err error
 	if ld.run1, err = ld.ps.startRun(d, d.n1, p.A, "run 1", filepath.Join(dir, "load-1.toml"), metricsAt(p.AAddr), []ringsHop{ld.h}, nil); err != nil {
-		return nil, ZeroLoss{}, err
+		return nil, report.ZeroLoss{}, err
 	}
 	if ld.run2, err = ld.ps.startRun(d, d.n2, p.B, "run 2", filepath.Join(dir, "load-2.toml"), metricsAt(p.BAddr), nil, []ringsHop{ld.h}); err != nil {
-		return nil, ZeroLoss{}, err
+		return nil, report.ZeroLoss{}, err
 	}
 	for _, rr := range []*ringsRun{ld.run1, ld.run2} {
 		if err := rr.ready(); err != nil {
-			return nil, ZeroLoss{}, ld.ps.explain(err)
+			return nil, report.ZeroLoss{}, ld.ps.explain(err)
 		}
 	}
 	if err := ld.live(); err != nil {
-		return nil, ZeroLoss{}, ld.ps.explain(err)
+		return nil, report.ZeroLoss{}, ld.ps.explain(err)
 	}
-	var steps []RingsStep
+	var steps []report.RingsStep
 	best, err := sweepZeroLoss(RingsTransport, cfg.Rates, func(rate int) (float64, bool, error) {
 		if len(steps) > 0 && !steps[len(steps)-1].Drained && waitFor(ringsSettle, "the mirrors to catch up", ld.drained) != nil {
 			return 0, false, errSweepDone // still behind: a higher rate would measure the last one's backlog
@@ -182,32 +183,32 @@ func (ld *ringsLoad) counters() (ringsCounters, error) {
 // step pushes at an aggregate rate for d, round robin over the rings
 // without waiting for anything, then waits (at most drainWait) for every
 // mirror to hold every record and reads the repair counters.
-func (ld *ringsLoad) step(rate int, d time.Duration) (RingsStep, error) {
+func (ld *ringsLoad) step(rate int, d time.Duration) (report.RingsStep, error) {
 	before, err := ld.counters()
 	if err != nil {
-		return RingsStep{}, err
+		return report.RingsStep{}, err
 	}
 	cpu0, err := ld.ps.cpuTimes()
 	if err != nil {
-		return RingsStep{}, err
+		return report.RingsStep{}, err
 	}
 	n := len(ld.ws)
 	start := time.Now()
 	pushed, err := pace(d, rate, func(k int) error { return ld.push(k % n) }, sleepPace)
 	if err != nil {
-		return RingsStep{}, err
+		return report.RingsStep{}, err
 	}
 	drained := waitFor(drainWait, "the mirrors", ld.drained) == nil
 	done := time.Since(start)
 	cpu1, err := ld.ps.cpuTimes()
 	if err != nil {
-		return RingsStep{}, err
+		return report.RingsStep{}, err
 	}
 	after, err := ld.counters()
 	if err != nil {
-		return RingsStep{}, err
+		return report.RingsStep{}, err
 	}
-	return RingsStep{Rate: rate, Pushed: uint64(pushed), Achieved: float64(pushed) / done.Seconds(), Drained: drained,
+	return report.RingsStep{Rate: rate, Pushed: uint64(pushed), Achieved: float64(pushed) / done.Seconds(), Drained: drained,
 		NAKs: after.naks - before.naks, Gaps: after.gaps - before.gaps, Retransmitted: after.retransmitted - before.retransmitted,
 		Drops: after.drops - before.drops, CPU: ld.ps.cpuOver(cpu0, cpu1, done)}, nil
 }

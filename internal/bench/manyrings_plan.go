@@ -3,54 +3,11 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"net/netip"
 	"os"
 	"slices"
 )
-
-// Rings is the rings section at one ring count and wait mode: Rings rings
-// served and mirrored by one ringfire run process on each side.
-type Rings struct {
-	Rings     int    `json:"rings"`
-	Transport string `json:"transport"`
-	Wait      string `json:"wait"`
-	// ZeroLoss is the highest aggregate rate (all rings together, split
-	// evenly) every mirror received whole, no gap, no NAK, no repair;
-	// Sweep every aggregate rate tried.
-	ZeroLoss ZeroLoss    `json:"zero_loss"`
-	Sweep    []RingsStep `json:"sweep"`
-	// AtOnce is each ring's round trip with a record in flight on every
-	// ring at once, InTurn with one record in flight in all, ring after
-	// ring (what N rings cost a ring when the others are idle).
-	AtOnce RingsRoundTrip `json:"at_once"`
-	InTurn RingsRoundTrip `json:"in_turn"`
-}
-
-// RingsRoundTrip is the round trips of a set of rings.
-type RingsRoundTrip struct {
-	PerRing  []Percentiles `json:"per_ring"`
-	Lat      Percentiles   `json:"round_trip"` // every ring's round trips together
-	Measured Duration      `json:"measured"`   // wall time of the round trips
-	CPU      []ProcCPU     `json:"cpu"`        // run 1, run 2, pinger, echo
-}
-
-// RingsStep is the rings' zero-loss phase at one aggregate rate.
-type RingsStep struct {
-	Rate          int       `json:"offered_per_s"` // all rings together
-	Pushed        uint64    `json:"pushed"`
-	Achieved      float64   `json:"achieved_per_s"` // pushed ÷ time until every mirror held them (or the drain bound)
-	Drained       bool      `json:"drained"`        // every mirror held every record within drainWait
-	NAKs          uint64    `json:"naks"`           // the mirrors' NAK frames
-	Gaps          uint64    `json:"gaps"`           // records the mirrors lost (GAP)
-	Retransmitted uint64    `json:"retransmitted"`  // records the serves resent for NAKs
-	Drops         uint64    `json:"drops"`          // datagrams the mirrors could not use (far ahead, foreign...)
-	CPU           []ProcCPU `json:"cpu"`            // run 1 and run 2, pushing and draining
-}
-
-// Lossless reports whether every mirror got every record, no repair.
-func (s RingsStep) Lossless() bool {
-	return s.Drained && s.NAKs == 0 && s.Gaps == 0 && s.Retransmitted == 0
-}
 
 // ringCounts are cfg's ring counts with one ring alone first, which the
 // others are compared with.
@@ -66,7 +23,7 @@ func ringCounts(cfg *Config) []int {
 
 // planRings lists the rings measurements: every ring count in each wait
 // mode, one ring alone first.
-func planRings(cfg *Config, rep *Report) []step {
+func planRings(cfg *Config, rep *report.Report) []step {
 	var steps []step
 	rep.Machine.Network += "; rings: the deployed section's two namespaces and two veth pairs, one ringfire run in each"
 	for _, w := range cfg.RingsWaits {
@@ -85,16 +42,16 @@ func planRings(cfg *Config, rep *Report) []step {
 
 // rings measures n rings in wait mode wait: the zero-loss phase, then the
 // round trips.
-func (r *rig) rings(cfg *Config, n int, wait string) (Rings, error) {
+func (r *rig) rings(cfg *Config, n int, wait string) (report.Rings, error) {
 	if n < 1 || n > MaxRings {
-		return Rings{}, fmt.Errorf("bench: %d rings: want 1..%d", n, MaxRings)
+		return report.Rings{}, fmt.Errorf("bench: %d rings: want 1..%d", n, MaxRings)
 	}
 	d, dir, err := r.deployedDir(cfg, fmt.Sprintf("rings-%d-", n))
 	if err != nil {
-		return Rings{}, err
+		return report.Rings{}, err
 	}
 	defer os.RemoveAll(dir)
-	res := Rings{Rings: n, Transport: RingsTransport, Wait: wait}
+	res := report.Rings{Rings: n, Transport: RingsTransport, Wait: wait}
 	if res.Sweep, res.ZeroLoss, err = r.ringsZeroLoss(cfg, d, dir, n, wait); err != nil {
 		return res, fmt.Errorf("zero-loss: %w", err)
 	}
@@ -111,11 +68,11 @@ func metricsAt(addr netip.Addr) netip.AddrPort { return netip.AddrPortFrom(addr,
 // ringsRoundTrip measures the round trips of the rings, at once and in
 // turn: the pinger and the echo, then run 1 (serves Ai, mirrors Bi) and
 // run 2 (mirrors Ai, serves Bi).
-func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string, res *Rings) error {
+func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string, res *report.Rings) error {
 	out, back := loopHops(d, dir, RingsTransport, wait, n)
 	var ps procSet
 	defer func() { ps.stopRuns() }() // ps as it is at return
-	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: Duration(cfg.DeployedFor)}
+	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
 	ping.Role, ping.Rings, ping.Reads = roleRingsPinger, out.rings(), back.copies()
 	echo.Role, echo.Rings, echo.Reads = roleRingsEcho, back.rings(), out.copies()
@@ -123,7 +80,7 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 	if err != nil {
 		return err
 	}
-	for _, rt := range []*RingsRoundTrip{&res.AtOnce, &res.InTurn} {
+	for _, rt := range []*report.RingsRoundTrip{&res.AtOnce, &res.InTurn} {
 		line, wall, cpu, _, err := ps.timed(pinger, cfg)
 		if err != nil {
 			return err
@@ -135,13 +92,13 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 		if len(got.PerRing) != n {
 			return fmt.Errorf("bench: pinger reported %d rings, want %d", len(got.PerRing), n)
 		}
-		*rt = RingsRoundTrip{PerRing: got.PerRing, Lat: got.All, Measured: Duration(wall), CPU: cpu}
+		*rt = report.RingsRoundTrip{PerRing: got.PerRing, Lat: got.All, Measured: report.Duration(wall), CPU: cpu}
 	}
 	return nil
 }
 
 // ringsResult is the rings pinger's result line.
 type ringsResult struct {
-	PerRing []Percentiles `json:"per_ring"`
-	All     Percentiles   `json:"all"`
+	PerRing []report.Percentiles `json:"per_ring"`
+	All     report.Percentiles   `json:"all"`
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
@@ -56,7 +57,7 @@ func TestRingsSection(t *testing.T) {
 			}
 		}
 		checkRingsZeroLoss(t, x, 2)
-		for kind, rt := range map[string]RingsRoundTrip{"at once": x.AtOnce, "in turn": x.InTurn} {
+		for kind, rt := range map[string]report.RingsRoundTrip{"at once": x.AtOnce, "in turn": x.InTurn} {
 			if len(rt.PerRing) != x.Rings || rt.Lat.Samples != int64(200*x.Rings) || rt.Measured <= 0 {
 				t.Errorf("%d rings %s: %d rings, %d samples in all over %v", x.Rings, kind, len(rt.PerRing), rt.Lat.Samples, time.Duration(rt.Measured))
 			}
@@ -85,7 +86,7 @@ func TestRingsSection(t *testing.T) {
 // 0 when no step was lossless, else a lossless step's rate and achieved
 // rate, no lossless step after it, and Capped exactly when that step is
 // the last of the nRates rates.
-func checkRingsZeroLoss(t *testing.T, x Rings, nRates int) {
+func checkRingsZeroLoss(t *testing.T, x report.Rings, nRates int) {
 	t.Helper()
 	last := -1
 	for i, s := range x.Sweep {
@@ -107,7 +108,7 @@ func checkRingsZeroLoss(t *testing.T, x Rings, nRates int) {
 }
 
 // checkRingsCPU asserts one CPU figure per process, each its own.
-func checkRingsCPU(t *testing.T, cs []ProcCPU, roles ...string) {
+func checkRingsCPU(t *testing.T, cs []report.ProcCPU, roles ...string) {
 	t.Helper()
 	pids, got := map[int]bool{}, map[string]bool{}
 	for _, c := range cs {
@@ -184,47 +185,6 @@ func TestParseMetrics(t *testing.T) {
 	}
 }
 
-// ringsReport is one ring and sixteen, at once and in turn.
-func ringsReport() *Report {
-	rt := func(n int, p50 float64) RingsRoundTrip {
-		x := RingsRoundTrip{Measured: Duration(time.Second), CPU: []ProcCPU{{Role: "run 1", PerSec: 0.9}, {Role: "run 2", PerSec: 0.8},
-			{Role: "pinger", PerSec: 0.1}, {Role: "echo", PerSec: 0.05}}}
-		for i := range n {
-			x.PerRing = append(x.PerRing, pct(1000, p50+float64(i), 3*p50, 900))
-		}
-		return x
-	}
-	sweep := []RingsStep{{Rate: 200_000, Pushed: 200_000, Achieved: 199_000, Drained: true},
-		{Rate: 400_000, Pushed: 400_000, Achieved: 390_000, Drained: true, NAKs: 2, Retransmitted: 57}}
-	return &Report{Rings: []Rings{
-		{Rings: 1, Transport: RingsTransport, Wait: "yield", ZeroLoss: ZeroLoss{Rate: 3_200_000, Achieved: 3_190_000}, Sweep: sweep,
-			AtOnce: rt(1, 50), InTurn: rt(1, 50)},
-		{Rings: 16, Transport: RingsTransport, Wait: "yield", ZeroLoss: ZeroLoss{Rate: 1_600_000, Achieved: 1_590_000}, Sweep: sweep,
-			AtOnce: rt(16, 600), InTurn: rt(16, 60)},
-	}}
-}
-
-// The rings tables give the ratios of the targets: aggregate zero-loss
-// rate and worst ring's p50 against one ring alone.
-func TestRingsTables(t *testing.T) {
-	var b bytes.Buffer
-	if err := ringsReport().WriteTable(&b); err != nil {
-		t.Fatal(err)
-	}
-	out := b.String()
-	t.Log("\n" + out)
-	wantRow(t, out, "16", "yield", "1.60 M", "100 k", "0.50×", "600.0–615.0", "1800", "12.30×", "60.0–75.0", "1.50×", "0.90", "0.80", "0.15")
-	wantRow(t, out, "16", "yield", "16", "1,000", "615.0")
-	wantRow(t, out, "1", "yield", "400 k", "390 k", "no", "yes", "2", "57", "0", "0")
-	var md bytes.Buffer
-	if err := ringsReport().WriteMarkdown(&md, ""); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(md.String(), "### rings: zero-loss sweep") {
-		t.Errorf("markdown lacks the sweep:\n%s", md.String())
-	}
-}
-
 // The sweep keeps the last lossless rate, goes on past one loss, stops at
 // the second in a row or when a step ends it, and is capped only when the
 // last rate of all was lossless.
@@ -232,14 +192,14 @@ func TestSweepZeroLoss(t *testing.T) {
 	rates := []int{1, 2, 3, 4, 5}
 	for _, c := range []struct {
 		lossless string // one letter a rate: y lossless, n lost, s errSweepDone
-		want     ZeroLoss
+		want     report.ZeroLoss
 		tried    int
 	}{
-		{"yyyyy", ZeroLoss{Rate: 5, Achieved: 50, Capped: true}, 5},
-		{"ynyny", ZeroLoss{Rate: 5, Achieved: 50, Capped: true}, 5},
-		{"yynny", ZeroLoss{Rate: 2, Achieved: 20}, 4},
-		{"nnyyy", ZeroLoss{}, 2},
-		{"yyyns", ZeroLoss{Rate: 3, Achieved: 30}, 5},
+		{"yyyyy", report.ZeroLoss{Rate: 5, Achieved: 50, Capped: true}, 5},
+		{"ynyny", report.ZeroLoss{Rate: 5, Achieved: 50, Capped: true}, 5},
+		{"yynny", report.ZeroLoss{Rate: 2, Achieved: 20}, 4},
+		{"nnyyy", report.ZeroLoss{}, 2},
+		{"yyyns", report.ZeroLoss{Rate: 3, Achieved: 30}, 5},
 	} {
 		tried := 0
 		got, err := sweepZeroLoss("x", rates, func(rate int) (float64, bool, error) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"golang.org/x/sys/unix"
 )
 
@@ -126,7 +127,7 @@ func cmp(d, def time.Duration) time.Duration {
 
 // Run measures, in one run on one veth pair between two namespaces it
 // creates and removes, what cfg asks for. It needs root.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	cfg.defaults()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(procs, runtime.NumCPU())))
 	r, err := newRig()
@@ -134,7 +135,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer r.close()
-	rep := &Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
+	rep := &report.Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
 	rep.Machine.Procs = runtime.GOMAXPROCS(0)
 	rep.Machine.Stall = measureStall(2 * cfg.Stages)
 	steps := plan(&cfg, rep)
@@ -148,7 +149,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			fmt.Fprintf(cfg.Progress, "bench: %s: %v\n", s.name, err)
 		}
 	}
-	rep.Elapsed = Duration(time.Since(rep.Started))
+	rep.Elapsed = report.Duration(time.Since(rep.Started))
 	return rep, nil
 }
 
@@ -158,7 +159,7 @@ type step struct {
 }
 
 // plan lists the measurements of cfg, each adding to rep.
-func plan(cfg *Config, rep *Report) []step {
+func plan(cfg *Config, rep *report.Report) []step {
 	var steps []step
 	has := func(s string) bool { return slices.Contains(cfg.Sections, s) }
 	for _, tr := range cfg.Transports {
@@ -198,7 +199,7 @@ func plan(cfg *Config, rep *Report) []step {
 	return append(steps, planRest(cfg, rep, has)...)
 }
 
-func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
+func planRest(cfg *Config, rep *report.Report, has func(string) bool) []step {
 	var steps []step
 	if has("stages") {
 		tr := bestOf(cfg.Transports)
@@ -248,14 +249,14 @@ func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
 // section supports with each wait mode (a loop's only over unicast), the
 // hand-offs alone in each of those waits that polls, then the datagram
 // alone in each style.
-func planDeployed(cfg *Config, rep *Report) []step {
+func planDeployed(cfg *Config, rep *report.Report) []step {
 	var steps []step
 	for _, tr := range cfg.Transports {
 		if !slices.Contains(DeployedTransports, tr) {
 			continue
 		}
 		for _, w := range cfg.Waits {
-			if _, _, loop := loopWait(w); loop && multicast(tr) {
+			if _, _, loop := report.LoopWait(w); loop && multicast(tr) {
 				continue // a run file's mirrors are unicast here
 			}
 			steps = append(steps, step{"deployed " + tr + " wait " + w, func(r *rig) error {
@@ -270,7 +271,7 @@ func planDeployed(cfg *Config, rep *Report) []step {
 	rep.Machine.Network += "; deployed: two namespaces joined by two veth pairs, one per direction"
 	var relays []string
 	for _, w := range cfg.Waits {
-		if w := modeOf(w); slices.Contains(relayWaits, w) && !slices.Contains(relays, w) {
+		if w := report.ModeOf(w); slices.Contains(relayWaits, w) && !slices.Contains(relays, w) {
 			relays = append(relays, w)
 		}
 	}
@@ -308,8 +309,8 @@ func bestOf(trs []string) string {
 }
 
 // machine describes this host.
-func machine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(),
+func machine() report.Machine {
+	m := report.Machine{Cores: runtime.NumCPU(), Go: runtime.Version(),
 		Network: "two network namespaces, one veth pair, MTU 1500"}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
@@ -33,9 +34,9 @@ const stageRate = 20_000
 // socket; then the floors of all four at once, of a mirror alone and of
 // the hub alone (stagesFloor). With acks it times the source's Wait for
 // its two mirrors after the first (waitAcks).
-func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
+func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]report.Latency, error) {
 	defer r.reset()
-	at := fmt.Sprintf(" at %s/s", fmtSI(float64(rate)))
+	at := fmt.Sprintf(" at %s/s", report.FormatSI(float64(rate)))
 	out, e, err := r.allAtOnce(tr, size, d, rate, false, false, at)
 	if err != nil {
 		return out, err
@@ -60,7 +61,7 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 		if err != nil {
 			return out, errors.Join(lost, err)
 		}
-		out = append(out, Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].percentiles()})
+		out = append(out, report.Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].percentiles()})
 		lost = errors.Join(lost, e.reconnects())
 	}
 	for _, set := range []struct{ loops, unixSame bool }{{false, true}, {true, false}, {true, true}} {
@@ -81,7 +82,7 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 // Loop per host, the same-host mirror on TCP or on the source's Unix
 // socket; the source host's own reader only in the first set (thread per
 // endpoint, TCP), whose row names carry no set.
-func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, unixSame bool, at string) ([]Latency, *stageEnds, error) {
+func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, unixSame bool, at string) ([]report.Latency, *stageEnds, error) {
 	e, err := r.stageEnds(tr, size, allPaths, loops, unixSame)
 	if err != nil {
 		return nil, nil, err
@@ -104,9 +105,9 @@ func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, u
 	case unixSame:
 		set = ", same host on unix,"
 	}
-	out := make([]Latency, len(hs))
+	out := make([]report.Latency, len(hs))
 	for i, h := range hs {
-		out[i] = Latency{Name: names[i] + set + at, Lat: h.percentiles()}
+		out[i] = report.Latency{Name: names[i] + set + at, Lat: h.percentiles()}
 	}
 	return out, e, nil
 }

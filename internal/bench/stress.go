@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
@@ -16,7 +17,7 @@ const drainWait = 2 * time.Second
 
 // sweep runs the open loop at every rate on one loop of transport tr, up
 // to the second rate in a row that loses, and returns the runs.
-func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress, error) {
+func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]report.Stress, error) {
 	defer r.reset()
 	l, err := r.newLoop(tr, size)
 	if err != nil {
@@ -25,7 +26,7 @@ func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress
 	if err := l.warmUp(300 * time.Millisecond); err != nil {
 		return nil, err
 	}
-	var runs []Stress
+	var runs []report.Stress
 	failed := 0
 	for _, rate := range rates {
 		s, err := l.stress(rate, d)
@@ -50,51 +51,42 @@ func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress
 // producer pushes at each rate for d without waiting, and the mirror must
 // then hold every record, with no gap and no retransmission. The sweep
 // stops at the second rate in a row that loses.
-func (r *rig) zeroLoss(tr, wait string, size int, rates []int, d time.Duration) (ZeroLoss, error) {
+func (r *rig) zeroLoss(tr, wait string, size int, rates []int, d time.Duration) (report.ZeroLoss, error) {
 	defer r.reset()
 	onA, onB, mode, err := r.zeroLossWaits(wait)
 	if err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
 	p := r.pair
 	src, err := r.newSource(p.A, p.AAddr, "Z", size, 1<<20, tr, 0, func(c *replica.ServerConfig) { c.Wait, c.Loop = mode, onA })
 	if err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
 	m, err := r.newMirror(p.B, p.BAddr, src, "Z-mirror", tr, 0, func(c *replica.MirrorConfig) { c.Wait, c.Loop = mode, onB })
 	if err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
 	if err := r.live(src, m); err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
 	best, err := sweepZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
-	best.Wait = zeroLossWait(wait)
+	best.Wait = report.ZeroLossWait(wait)
 	return best, err
 }
 
 // zeroLossWaits sets up a bench wait name for the zero-loss sweep: its
-// mode (modeOf; "default" is the zero mode, adaptive), and a Loop per
+// mode (ModeOf; "default" is the zero mode, adaptive), and a Loop per
 // host for a loop's name.
 func (r *rig) zeroLossWaits(wait string) (onA, onB *replica.Loop, mode replica.WaitMode, err error) {
-	if name := modeOf(wait); name != "default" {
+	if name := report.ModeOf(wait); name != "default" {
 		if mode, err = replica.ParseWaitMode(name); err != nil {
 			return nil, nil, mode, err
 		}
 	}
-	if _, _, loop := loopWait(wait); loop {
+	if _, _, loop := report.LoopWait(wait); loop {
 		onA, onB, err = r.hostLoopsWith(mode)
 	}
 	return onA, onB, mode, err
-}
-
-// zeroLossWait is a ZeroLoss's Wait for a bench wait name: "default" (and
-// the empty Wait of reports before waits were swept) is adaptive.
-func zeroLossWait(wait string) string {
-	if wait == "" || wait == "default" {
-		return "adaptive"
-	}
-	return wait
 }
 
 // errSweepDone is what a sweep's step returns to end it without a result
@@ -105,8 +97,8 @@ var errSweepDone = errors.New("bench: sweep done")
 // the rate achieved and whether every record arrived without repair, up
 // to the second rate in a row that loses (or a step's errSweepDone): the
 // last lossless rate, Capped when it was the last of rates.
-func sweepZeroLoss(tr string, rates []int, step func(rate int) (achieved float64, lossless bool, err error)) (ZeroLoss, error) {
-	best := ZeroLoss{Transport: tr}
+func sweepZeroLoss(tr string, rates []int, step func(rate int) (achieved float64, lossless bool, err error)) (report.ZeroLoss, error) {
+	best := report.ZeroLoss{Transport: tr}
 	failed := 0
 	for i, rate := range rates {
 		achieved, ok, err := step(rate)
@@ -220,7 +212,7 @@ func (m *mirrorEnd) verify(first, last uint64) error {
 
 // stress pushes at rate for d without waiting for anything, while a
 // receiver matches the echoes by sequence.
-func (l *loop) stress(rate int, d time.Duration) (Stress, error) {
+func (l *loop) stress(rate int, d time.Duration) (report.Stress, error) {
 	before := l.repairs()
 	first := l.a.w.Next()
 	rx := l.receive(first)
@@ -234,7 +226,7 @@ func (l *loop) stress(rate int, d time.Duration) (Stress, error) {
 		due := uint64(el.Seconds() * float64(rate))
 		for ; pushed < due; pushed++ {
 			if err := l.a.push(l.r); err != nil {
-				return Stress{}, err
+				return report.Stress{}, err
 			}
 		}
 		time.Sleep(100 * time.Microsecond) // Go sleeps about 1 ms: bursts of rate/1000
@@ -242,8 +234,8 @@ func (l *loop) stress(rate int, d time.Duration) (Stress, error) {
 	elapsed := time.Since(start)
 	res := rx.finish(first+pushed-1, drainWait)
 	after := l.repairs()
-	s := Stress{
-		Transport: l.tr, Rate: rate, Duration: Duration(elapsed), Pushed: pushed,
+	s := report.Stress{
+		Transport: l.tr, Rate: rate, Duration: report.Duration(elapsed), Pushed: pushed,
 		Delivered: res.got, Disorder: res.disorder, Lat: res.h.percentiles(),
 		NAKs: after.NaksSent - before.NaksSent, Retransmitted: after.Retransmitted - before.Retransmitted,
 		Gaps: after.Gaps - before.Gaps,

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"time"
 )
 
@@ -14,8 +15,8 @@ const waitSamples = 2000
 // push one record, then Wait until n of the source's mirrors report it
 // applied (published in their rings), one record in flight, for n = 1 and
 // n = mirrors. A Wait that does not reach n in 5 s fails the run.
-func (r *rig) waitAcks(src *source, mirrors int) ([]Latency, error) {
-	var out []Latency
+func (r *rig) waitAcks(src *source, mirrors int) ([]report.Latency, error) {
+	var out []report.Latency
 	for _, n := range []int{1, mirrors} {
 		h := newHist()
 		for i := range waitSamples + waitSamples/10 { // the first tenth warms up
@@ -34,7 +35,7 @@ func (r *rig) waitAcks(src *source, mirrors int) ([]Latency, error) {
 				h.record(time.Since(start))
 			}
 		}
-		out = append(out, Latency{Name: fmt.Sprintf("source's Wait for %d of %d mirrors, push to return", n, mirrors), Lat: h.percentiles()})
+		out = append(out, report.Latency{Name: fmt.Sprintf("source's Wait for %d of %d mirrors, push to return", n, mirrors), Lat: h.percentiles()})
 	}
 	return out, nil
 }

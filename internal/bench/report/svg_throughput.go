@@ -1,4 +1,4 @@
-package bench
+package report
 
 import "strings"
 
@@ -46,7 +46,7 @@ func (r *Report) throughputGroups() []barGroup {
 			i = len(st.bars) - 1
 		}
 		if b := &st.bars[i]; s.Achieved > b.value {
-			b.value, b.label = s.Achieved, fmtSI(s.Achieved)+"/s"
+			b.value, b.label = s.Achieved, FormatSI(s.Achieved)+"/s"
 		}
 	}
 	var gs []barGroup
@@ -116,13 +116,13 @@ func drawBar(d *svgDoc, b bar, y, rowH, xmax float64) {
 	d.raw("</g>\n")
 }
 
-// fmtTick formats an axis value like fmtSI without trailing zeros:
+// fmtTick formats an axis value like FormatSI without trailing zeros:
 // 0, 30 k, 1.5 M.
 func fmtTick(v float64) string {
 	if v == 0 {
 		return "0"
 	}
-	num, unit, _ := strings.Cut(fmtSI(v), " ")
+	num, unit, _ := strings.Cut(FormatSI(v), " ")
 	if strings.Contains(num, ".") {
 		num = strings.TrimRight(strings.TrimRight(num, "0"), ".")
 	}

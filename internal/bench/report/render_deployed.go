@@ -1,4 +1,4 @@
-package bench
+package report
 
 import "strings"
 
@@ -12,7 +12,7 @@ import "strings"
 // parks in Go's netpoller; adaptive ends in blocking; a loop's is its
 // mode's (loop-yield: yield).
 func datagramStyleOf(wait string) string {
-	switch wait = modeOf(wait); wait {
+	switch wait = ModeOf(wait); wait {
 	case "default":
 		return "netpoller"
 	case "adaptive":

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"slices"
@@ -102,7 +102,7 @@ func (r *Report) stressTable() table {
 		"transport", "offered/s", "achieved/s", "delivered", "disorder",
 		"p50 µs", "p99 µs", "NAKs", "retransmitted", "gaps"}}
 	for _, s := range r.Stress {
-		t.rows = append(t.rows, []string{s.Transport, fmtSI(float64(s.Rate)), fmtSI(s.Achieved),
+		t.rows = append(t.rows, []string{s.Transport, FormatSI(float64(s.Rate)), FormatSI(s.Achieved),
 			fmtPct(s.DeliveredPct), fmtCount(s.Disorder), fmtUS(s.Lat.P50), fmtUS(s.Lat.P99),
 			fmtCount(s.NAKs), fmtCount(s.Retransmitted), fmtCount(s.Gaps)})
 	}
@@ -125,7 +125,7 @@ func (r *Report) zeroLossTable() table {
 		}
 	}
 	for _, z := range r.ZeroLoss {
-		row := []string{z.Transport, z.waitName(), zeroLossRate(z), fmtSI(z.Achieved)}
+		row := []string{z.Transport, z.waitName(), zeroLossRate(z), FormatSI(z.Achieved)}
 		for _, name := range bases {
 			ratio := "-"
 			if b, ok := r.zeroLoss(name, z.Wait); ok && b.Rate > 0 {
@@ -155,9 +155,9 @@ func zeroLossRate(z ZeroLoss) string {
 	case z.Rate <= 0:
 		return "none"
 	case z.Capped:
-		return "≥ " + fmtSI(float64(z.Rate))
+		return "≥ " + FormatSI(float64(z.Rate))
 	}
-	return fmtSI(float64(z.Rate))
+	return FormatSI(float64(z.Rate))
 }
 
 // fanoutTable tabulates push-to-read latency spread across mirrors and

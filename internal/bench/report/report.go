@@ -1,4 +1,4 @@
-package bench
+package report
 
 import "time"
 
@@ -112,7 +112,7 @@ type ZeroLoss struct {
 }
 
 // waitName is how z's sender and mirror waited.
-func (z ZeroLoss) waitName() string { return zeroLossWait(z.Wait) }
+func (z ZeroLoss) waitName() string { return ZeroLossWait(z.Wait) }
 
 // label names z in a chart: its transport, and its wait unless that is
 // the default.
@@ -158,4 +158,12 @@ type ProcCPU struct {
 	Pid     int     `json:"pid"`
 	Seconds float64 `json:"cpu_s"`     // utime+stime over the measurement
 	PerSec  float64 `json:"cpu_per_s"` // Seconds per second of wall time: cores used
+}
+
+// Hop is one stage-to-stage leg of the ring-to-ring round trip, from the
+// stamps the processes took (internal/trace; ringfire-bench --trace).
+type Hop struct {
+	From string      `json:"from"`
+	To   string      `json:"to"`
+	Lat  Percentiles `json:"latency"`
 }

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"math"
@@ -48,9 +48,10 @@ func fmtCores(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// fmtSI formats a rate with three significant digits and a k/M/G
-// suffix: 950, 12.3 k, 250 k, 4.80 M.
-func fmtSI(v float64) string {
+// FormatSI formats a rate with three significant digits and a k/M/G
+// suffix: 950, 12.3 k, 250 k, 4.80 M. The stages name their producer's
+// rate with it.
+func FormatSI(v float64) string {
 	if !valid(v) {
 		return dash
 	}

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import (
 	"bytes"
@@ -161,7 +161,7 @@ func TestFormat(t *testing.T) {
 	cases := []struct{ got, want string }{
 		{fmtUS(4.564), "4.56"}, {fmtUS(12.34), "12.3"}, {fmtUS(1234.4), "1234"},
 		{fmtUS(math.NaN()), dash}, {fmtUS(0), dash},
-		{fmtSI(950), "950"}, {fmtSI(12345), "12.3 k"}, {fmtSI(250000), "250 k"}, {fmtSI(4.8e6), "4.80 M"},
+		{FormatSI(950), "950"}, {FormatSI(12345), "12.3 k"}, {FormatSI(250000), "250 k"}, {FormatSI(4.8e6), "4.80 M"},
 		{fmtCount(1234567), "1,234,567"}, {fmtCount(12), "12"},
 		{fmtPct(100), "100.00%"}, {fmtPct(99.9987), "99.999%"}, {fmtPct(99.99996), "99.99996%"}, {fmtPct(97.254), "97.25%"},
 		{fmtDelta(90, 100), "-10.0%"}, {fmtRatio(3, 2), "1.50×"}, {fmtRange([]float64{3, math.NaN(), 5}), "3.00–5.00"},
@@ -175,10 +175,6 @@ func TestFormat(t *testing.T) {
 
 // The machine's stalls, measured before a run, are in its table and JSON.
 func TestStallReported(t *testing.T) {
-	st := measureStall(20 * time.Millisecond)
-	if st.Readings == 0 || time.Duration(st.For) != 20*time.Millisecond || st.Over5ms > st.Over1ms || st.Over1ms > st.Over20us {
-		t.Fatalf("stall %+v", st)
-	}
 	r := sampleReport()
 	r.Machine.Stall = Stall{For: Duration(2 * time.Second), Max: Duration(24645 * time.Microsecond), Over20us: 800, Over1ms: 2, Over5ms: 1, Readings: 1}
 	var b strings.Builder

@@ -1,4 +1,4 @@
-package bench
+package report
 
 import "strconv"
 
@@ -62,7 +62,7 @@ func (r *Report) ringsTable() table {
 		one, _ := r.ringsAlone(x.Wait)
 		perRing := dash
 		if x.ZeroLoss.Rate > 0 {
-			perRing = fmtSI(float64(x.ZeroLoss.Rate) / float64(x.Rings))
+			perRing = FormatSI(float64(x.ZeroLoss.Rate) / float64(x.Rings))
 		}
 		p50, p99 := x.AtOnce.spread()
 		turn, _ := x.InTurn.spread()
@@ -98,7 +98,7 @@ func (r *Report) ringsSweepTable() table {
 	yes := map[bool]string{true: "yes", false: "no"}
 	for _, x := range r.Rings {
 		for _, s := range x.Sweep {
-			t.rows = append(t.rows, []string{strconv.Itoa(x.Rings), x.Wait, fmtSI(float64(s.Rate)), fmtSI(s.Achieved),
+			t.rows = append(t.rows, []string{strconv.Itoa(x.Rings), x.Wait, FormatSI(float64(s.Rate)), FormatSI(s.Achieved),
 				yes[s.Lossless()], yes[s.Drained], fmtCount(s.NAKs), fmtCount(s.Retransmitted), fmtCount(s.Gaps), fmtCount(s.Drops),
 				cpuOf(s.CPU, "run 1"), cpuOf(s.CPU, "run 2")})
 		}
