@@ -7,9 +7,9 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/proc"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/trace"
@@ -35,7 +35,7 @@ const readyWait = 30 * time.Second
 type deployedNet struct {
 	pair     *netns.Pair
 	back     netns.Link
-	n1, n2   *launcher
+	n1, n2   *proc.Launcher
 	ringfire string // the ringfire binary
 	self     string // this binary, for the roles
 	built    string // temporary directory of a ringfire built here
@@ -61,7 +61,7 @@ func (r *rig) deployedNet(cfg *Config) (*deployedNet, error) {
 		d.close()
 		return nil, err
 	}
-	d.n1, d.n2 = newLauncher(d.pair.A), newLauncher(d.pair.B)
+	d.n1, d.n2 = proc.NewLauncher(d.pair.A), proc.NewLauncher(d.pair.B)
 	r.dep = d
 	return d, nil
 }
@@ -82,9 +82,9 @@ func (r *rig) deployedDir(cfg *Config, prefix string) (*deployedNet, string, err
 }
 
 func (d *deployedNet) close() {
-	for _, l := range []*launcher{d.n1, d.n2} {
+	for _, l := range []*proc.Launcher{d.n1, d.n2} {
 		if l != nil {
-			l.close()
+			l.Close()
 		}
 	}
 	if d.built != "" {
@@ -95,7 +95,7 @@ func (d *deployedNet) close() {
 // hop is one replication hop: a ring served from one namespace and
 // mirrored into the other over one link.
 type hop struct {
-	from, to   *launcher
+	from, to   *proc.Launcher
 	fromNS     *netns.NS
 	src, dst   netip.Addr // serve's and mirror's addresses
 	ifname     string     // the link's interface, in both namespaces
@@ -106,10 +106,10 @@ type hop struct {
 func (h hop) bind() netip.AddrPort { return netip.AddrPortFrom(h.src, uint16(7400+h.dir)) }
 
 // procSet is the processes of one measurement.
-type procSet []*proc
+type procSet []*proc.Proc
 
-func (ps *procSet) start(l *launcher, role string, argv, env []string, lines bool) (*proc, error) {
-	p, err := startProc(l, role, argv, env, lines)
+func (ps *procSet) start(l *proc.Launcher, role string, argv, env []string, lines bool) (*proc.Proc, error) {
+	p, err := proc.Start(l, role, argv, env, lines)
 	if err == nil {
 		*ps = append(*ps, p)
 	}
@@ -117,7 +117,7 @@ func (ps *procSet) start(l *launcher, role string, argv, env []string, lines boo
 }
 
 // role starts a role of this binary.
-func (ps *procSet) role(d *deployedNet, l *launcher, name string, s roleSpec) (*proc, error) {
+func (ps *procSet) role(d *deployedNet, l *proc.Launcher, name string, s roleSpec) (*proc.Proc, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -126,12 +126,12 @@ func (ps *procSet) role(d *deployedNet, l *launcher, name string, s roleSpec) (*
 }
 
 // roleReady starts a role that says ready and waits until it has.
-func (ps *procSet) roleReady(d *deployedNet, l *launcher, name string, s roleSpec) (*proc, error) {
+func (ps *procSet) roleReady(d *deployedNet, l *proc.Launcher, name string, s roleSpec) (*proc.Proc, error) {
 	p, err := ps.role(d, l, name, s)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.expect(lineReady, readyWait); err != nil {
+	if _, err := p.Expect(lineReady, readyWait); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -141,7 +141,7 @@ func (ps *procSet) roleReady(d *deployedNet, l *launcher, name string, s roleSpe
 func (ps procSet) stopAll() error {
 	var errs []error
 	for i := len(ps) - 1; i >= 0; i-- {
-		errs = append(errs, ps[i].stop())
+		errs = append(errs, ps[i].Stop())
 	}
 	return errors.Join(errs...)
 }
@@ -194,7 +194,7 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (report.Deployed, error) {
 // sixProcs starts the pinger, serve A, the echo, serve B and the two
 // mirrors, each its own process, with their rings in dir, and returns the
 // pinger (ping and echo are the roles' specs without their rings).
-func (ps *procSet) sixProcs(d *deployedNet, dir, tr, wait string, ping, echo roleSpec) (*proc, error) {
+func (ps *procSet) sixProcs(d *deployedNet, dir, tr, wait string, ping, echo roleSpec) (*proc.Proc, error) {
 	p, q := d.pair, d.back
 	out := hop{from: d.n1, to: d.n2, fromNS: p.A, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, dir: 0,
 		ring: filepath.Join(dir, "A"), copy: filepath.Join(dir, "A-mirror")}
@@ -239,11 +239,11 @@ func (ps *procSet) serve(d *deployedNet, h hop, tr, wait, role string) error {
 		case ok:
 			return nil
 		}
-		if err := p.alive(); err != nil {
+		if err := p.Alive(); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return p.failed(fmt.Sprintf("not listening on %v within %v", h.bind(), readyWait))
+			return p.Failed(fmt.Sprintf("not listening on %v within %v", h.bind(), readyWait))
 		}
 		time.Sleep(time.Millisecond) // polling the listen table, bounded by the deadline
 	}
@@ -278,7 +278,7 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (report.Deployed, erro
 
 // measure waits for the pinger's warm-up and result (timed) and decodes
 // the result line.
-func (ps procSet) measure(pinger *proc, cfg *Config) (report.Deployed, error) {
+func (ps procSet) measure(pinger *proc.Proc, cfg *Config) (report.Deployed, error) {
 	line, wall, cpu, hic, err := ps.timed(pinger, cfg)
 	if err != nil {
 		return report.Deployed{}, err
@@ -294,10 +294,10 @@ func (ps procSet) measure(pinger *proc, cfg *Config) (report.Deployed, error) {
 // waits for its result and takes them again: the result line, the wall
 // time of the samples, each process's CPU over it and the hiccups a
 // sleeping thread of the bench saw meanwhile.
-func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []report.ProcCPU, report.Hiccups, error) {
+func (ps procSet) timed(pinger *proc.Proc, cfg *Config) (string, time.Duration, []report.ProcCPU, report.Hiccups, error) {
 	// The pinger bounds its warm-up and samples in time, and each round
 	// trip; these bounds are the parent's, a little wider.
-	if _, err := pinger.expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
+	if _, err := pinger.Expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
 		return "", 0, nil, report.Hiccups{}, ps.explain(err)
 	}
 	before, err := ps.cpuTimes()
@@ -306,7 +306,7 @@ func (ps procSet) timed(pinger *proc, cfg *Config) (string, time.Duration, []rep
 	}
 	hm := startHiccups()
 	start := time.Now()
-	line, err := pinger.expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
+	line, err := pinger.Expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
 	wall, hic := time.Since(start), hm.end()
 	if err != nil {
 		return "", 0, nil, hic, ps.explain(err)
@@ -323,7 +323,7 @@ func (ps procSet) cpuOver(before, after []time.Duration, wall time.Duration) []r
 	var cs []report.ProcCPU
 	for i, p := range ps {
 		used := (after[i] - before[i]).Seconds()
-		cs = append(cs, report.ProcCPU{Role: p.role, Pid: p.cmd.Process.Pid, Seconds: used, PerSec: used / wall.Seconds()})
+		cs = append(cs, report.ProcCPU{Role: p.Role(), Pid: p.Pid(), Seconds: used, PerSec: used / wall.Seconds()})
 	}
 	return cs
 }
@@ -332,9 +332,9 @@ func (ps procSet) cpuOver(before, after []time.Duration, wall time.Duration) []r
 func (ps procSet) cpuTimes() ([]time.Duration, error) {
 	ts := make([]time.Duration, len(ps))
 	for i, p := range ps {
-		t, err := cpuTime(p.cmd.Process.Pid)
+		t, err := proc.CPUTime(p.Pid())
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("bench: CPU time of %s: %w", p.role, err), p.alive())
+			return nil, errors.Join(fmt.Errorf("bench: CPU time of %s: %w", p.Role(), err), p.Alive())
 		}
 		ts[i] = t
 	}
@@ -347,19 +347,13 @@ func (ps procSet) cpuTimes() ([]time.Duration, error) {
 func (ps procSet) explain(err error) error {
 	errs := []error{err}
 	for _, p := range ps {
-		if perr := p.alive(); perr != nil {
+		if perr := p.Alive(); perr != nil {
 			errs = append(errs, perr)
 			continue
 		}
-		if p.lines == nil && p.terminate() {
-			errs = append(errs, fmt.Errorf("%s said: %s", p.role, lastLines(p.out.String(), 6)))
+		if !p.Speaks() && p.Terminate() {
+			errs = append(errs, fmt.Errorf("%s said: %s", p.Role(), proc.LastLines(p.Output(), 6)))
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// lastLines is the last n lines of s, joined by " | ".
-func lastLines(s string, n int) string {
-	ls := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.Join(ls[max(0, len(ls)-n):], " | ")
 }

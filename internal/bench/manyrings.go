@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/proc"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 )
@@ -161,13 +162,13 @@ func runFile(metrics netip.AddrPort, serves, mirrors []ringsHop) string {
 
 // ringsRun is a ringfire run process of the section.
 type ringsRun struct {
-	p       *proc
+	p       *proc.Proc
 	ns      *netns.NS
 	metrics string // ADDR:PORT in ns
 }
 
 // startRun writes file and starts ringfire run on it from l (in ns).
-func (ps *procSet) startRun(d *deployedNet, l *launcher, ns *netns.NS, role, file string, metrics netip.AddrPort, serves, mirrors []ringsHop) (*ringsRun, error) {
+func (ps *procSet) startRun(d *deployedNet, l *proc.Launcher, ns *netns.NS, role, file string, metrics netip.AddrPort, serves, mirrors []ringsHop) (*ringsRun, error) {
 	if err := os.WriteFile(file, []byte(runFile(metrics, serves, mirrors)), 0o644); err != nil {
 		return nil, err
 	}
@@ -191,22 +192,22 @@ func (rr *ringsRun) ready() error {
 		if err == nil && code == http.StatusOK {
 			return true
 		}
-		exited = rr.p.alive()
+		exited = rr.p.Alive()
 		return exited != nil
 	}) == nil {
 		return exited // nil when ready
 	}
-	return rr.p.failed(fmt.Sprintf("not ready within %v (/readyz: %d %s, %v)", readyWait, code, strings.TrimSpace(string(body)), err))
+	return rr.p.Failed(fmt.Sprintf("not ready within %v (/readyz: %d %s, %v)", readyWait, code, strings.TrimSpace(string(body)), err))
 }
 
 // scrape reads the process's /metrics as series → value.
 func (rr *ringsRun) scrape() (map[string]float64, error) {
 	code, body, err := httpIn(rr.ns, rr.metrics, "/metrics")
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("bench: %s /metrics: %w", rr.p.role, err), rr.p.alive())
+		return nil, errors.Join(fmt.Errorf("bench: %s /metrics: %w", rr.p.Role(), err), rr.p.Alive())
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("bench: %s /metrics: status %d", rr.p.role, code)
+		return nil, fmt.Errorf("bench: %s /metrics: status %d", rr.p.Role(), code)
 	}
 	return parseMetrics(string(body)), nil
 }
@@ -279,8 +280,8 @@ func sumSeries(m map[string]float64, name string, rings []string) (uint64, error
 // all, the roles too.
 func (ps procSet) stopRuns() error {
 	for i := len(ps) - 1; i >= 0; i-- {
-		if ps[i].lines == nil {
-			ps[i].terminate()
+		if !ps[i].Speaks() {
+			ps[i].Terminate()
 		}
 	}
 	return ps.stopAll()
