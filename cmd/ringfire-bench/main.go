@@ -18,6 +18,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/bench"
 	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/cli"
 )
 
@@ -31,11 +32,11 @@ func main() {
 // runRole runs, and exits with, the hidden role (pinger or echo of the
 // deployed section) this process was started for, if any.
 func runRole() {
-	role, ok := bench.Role()
+	run, ok := role.FromEnv()
 	if !ok {
 		return
 	}
-	if err := role(os.Stdin, os.Stdout); err != nil {
+	if err := run(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "%s role: %v\n", name, err)
 		os.Exit(1)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/bench"
 	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/cli"
 	"github.com/ringfire/ringfire/internal/netns"
 )
@@ -41,9 +42,9 @@ func TestBenchDeployedSmoke(t *testing.T) {
 	rep := readReport(t, out)
 	// The relays: spin and yield (loop-yield's mode; default sleeps, and
 	// has none), six processes and a loop's four each.
-	if len(rep.Deployed) != 6 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) || len(rep.DeployedRelay) != 2*len(bench.RelayProcs) {
+	if len(rep.Deployed) != 6 || len(rep.DeployedDatagram) != len(role.DatagramStyles) || len(rep.DeployedRelay) != 2*len(bench.RelayProcs) {
 		t.Fatalf("%d deployed, %d datagram, %d relay measurements; want 6, %d and %d",
-			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(bench.DatagramStyles), 2*len(bench.RelayProcs))
+			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(role.DatagramStyles), 2*len(bench.RelayProcs))
 	}
 	for _, d := range rep.Deployed {
 		if d.Wait == "loop-yield" {

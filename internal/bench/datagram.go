@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
@@ -72,7 +73,7 @@ func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (report.La
 		}
 		return 0, fmt.Errorf("bench: no echo over %s within 1 s", tr)
 	}
-	h := newHist()
+	h := hist.New()
 	var end time.Time
 	for i := 0; end.IsZero() || time.Now().Before(end); i++ {
 		v, err := rt()
@@ -82,10 +83,10 @@ func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (report.La
 		if i == 200 { // warmed up: next hops, caches
 			end = time.Now().Add(d)
 		} else if i > 200 {
-			h.record(v)
+			h.Record(v)
 		}
 	}
-	return report.Latency{Name: tr, Lat: h.percentiles()}, nil
+	return report.Latency{Name: tr, Lat: h.Percentiles()}, nil
 }
 
 // echo sends every datagram t receives back to its sender until stop

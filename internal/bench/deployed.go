@@ -11,6 +11,7 @@ import (
 
 	"github.com/ringfire/ringfire/internal/bench/proc"
 	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/trace"
 )
@@ -117,21 +118,21 @@ func (ps *procSet) start(l *proc.Launcher, role string, argv, env []string, line
 }
 
 // role starts a role of this binary.
-func (ps *procSet) role(d *deployedNet, l *proc.Launcher, name string, s roleSpec) (*proc.Proc, error) {
+func (ps *procSet) role(d *deployedNet, l *proc.Launcher, name string, s role.Spec) (*proc.Proc, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
-	return ps.start(l, name, []string{d.self}, []string{roleEnv + "=" + string(b)}, true)
+	return ps.start(l, name, []string{d.self}, []string{role.Env + "=" + string(b)}, true)
 }
 
 // roleReady starts a role that says ready and waits until it has.
-func (ps *procSet) roleReady(d *deployedNet, l *proc.Launcher, name string, s roleSpec) (*proc.Proc, error) {
+func (ps *procSet) roleReady(d *deployedNet, l *proc.Launcher, name string, s role.Spec) (*proc.Proc, error) {
 	p, err := ps.role(d, l, name, s)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.Expect(lineReady, readyWait); err != nil {
+	if _, err := p.Expect(role.LineReady, readyWait); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -169,9 +170,9 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (report.Deployed, error) {
 		defer os.Unsetenv(trace.Env)
 	}
 	// The roles wait as serve and mirror, or the loop, do.
-	spec := roleSpec{Wait: report.ModeOf(wait), Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
+	spec := role.Spec{Wait: report.ModeOf(wait), Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
-	ping.Role, echo.Role = roleRingPinger, roleRingEcho
+	ping.Role, echo.Role = role.RingPinger, role.RingEcho
 	start, chain := ps.sixProcs, traceChain
 	if _, _, loop := report.LoopWait(wait); loop {
 		start, chain = ps.fourProcs, loopChain
@@ -194,7 +195,7 @@ func (r *rig) deployed(cfg *Config, tr, wait string) (report.Deployed, error) {
 // sixProcs starts the pinger, serve A, the echo, serve B and the two
 // mirrors, each its own process, with their rings in dir, and returns the
 // pinger (ping and echo are the roles' specs without their rings).
-func (ps *procSet) sixProcs(d *deployedNet, dir, tr, wait string, ping, echo roleSpec) (*proc.Proc, error) {
+func (ps *procSet) sixProcs(d *deployedNet, dir, tr, wait string, ping, echo role.Spec) (*proc.Proc, error) {
 	p, q := d.pair, d.back
 	out := hop{from: d.n1, to: d.n2, fromNS: p.A, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, dir: 0,
 		ring: filepath.Join(dir, "A"), copy: filepath.Join(dir, "A-mirror")}
@@ -260,10 +261,10 @@ func (r *rig) deployedDatagram(cfg *Config, style string) (report.Deployed, erro
 	b := netip.AddrPortFrom(d.pair.BAddr, 7701).String()
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
-	spec := roleSpec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
+	spec := role.Spec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
-	ping.Role, ping.Local, ping.Peer = roleDgramPinger, a, b
-	echo.Role, echo.Local, echo.Peer = roleDgramEcho, b, a
+	ping.Role, ping.Local, ping.Peer = role.DgramPinger, a, b
+	echo.Role, echo.Local, echo.Peer = role.DgramEcho, b, a
 	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
 		return report.Deployed{}, err
 	}
@@ -297,7 +298,7 @@ func (ps procSet) measure(pinger *proc.Proc, cfg *Config) (report.Deployed, erro
 func (ps procSet) timed(pinger *proc.Proc, cfg *Config) (string, time.Duration, []report.ProcCPU, report.Hiccups, error) {
 	// The pinger bounds its warm-up and samples in time, and each round
 	// trip; these bounds are the parent's, a little wider.
-	if _, err := pinger.Expect(lineMeasuring, readyWait+firstEchoWait+warmUpMax+echoWait); err != nil {
+	if _, err := pinger.Expect(role.LineMeasuring, readyWait+role.FirstEchoWait+role.WarmUpMax+role.EchoWait); err != nil {
 		return "", 0, nil, report.Hiccups{}, ps.explain(err)
 	}
 	before, err := ps.cpuTimes()
@@ -306,7 +307,7 @@ func (ps procSet) timed(pinger *proc.Proc, cfg *Config) (string, time.Duration, 
 	}
 	hm := startHiccups()
 	start := time.Now()
-	line, err := pinger.Expect(lineResult, readyWait+cfg.DeployedFor+echoWait)
+	line, err := pinger.Expect(role.LineResult, readyWait+cfg.DeployedFor+role.EchoWait)
 	wall, hic := time.Since(start), hm.end()
 	if err != nil {
 		return "", 0, nil, hic, ps.explain(err)

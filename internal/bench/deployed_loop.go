@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/ringfire/ringfire/internal/bench/proc"
+	"github.com/ringfire/ringfire/internal/bench/role"
 )
 
 // The deployed section's four-process round trip, for a loop's wait name
@@ -37,7 +38,7 @@ func loopHops(d *deployedNet, dir, tr, wait string, n int) (out, back ringsHop) 
 
 // fourProcs is sixProcs for a loop's wait: the pinger, the echo and one
 // ringfire run per namespace, one ring each way.
-func (ps *procSet) fourProcs(d *deployedNet, dir, tr, wait string, ping, echo roleSpec) (*proc.Proc, error) {
+func (ps *procSet) fourProcs(d *deployedNet, dir, tr, wait string, ping, echo role.Spec) (*proc.Proc, error) {
 	out, back := loopHops(d, dir, tr, wait, 1)
 	ping.Ring, ping.Read = out.ring(0), back.copy(0)
 	echo.Ring, echo.Read = back.ring(0), out.copy(0)
@@ -47,7 +48,7 @@ func (ps *procSet) fourProcs(d *deployedNet, dir, tr, wait string, ping, echo ro
 // loopProcs starts the pinger, the echo and one ringfire run per
 // namespace (run 1 serves A and mirrors B', run 2 mirrors A' and serves
 // B), waits until both runs are ready, and returns the pinger.
-func (ps *procSet) loopProcs(d *deployedNet, dir string, ping, echo roleSpec, out, back ringsHop) (*proc.Proc, error) {
+func (ps *procSet) loopProcs(d *deployedNet, dir string, ping, echo role.Spec, out, back ringsHop) (*proc.Proc, error) {
 	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
 	if err != nil {
 		return nil, err

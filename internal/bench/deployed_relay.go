@@ -2,9 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"github.com/ringfire/ringfire/internal/bench/report"
 	"os"
 	"path/filepath"
+
+	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 )
 
 // The hand-offs alone: what a record costs to pass between processes
@@ -50,16 +52,16 @@ func (r *rig) deployedRelay(cfg *Config, n int, wait string) (report.Deployed, e
 	ring := func(k int) string { return filepath.Join(dir, fmt.Sprintf("R%d", k)) }
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
-	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
+	spec := role.Spec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping := spec
-	ping.Role, ping.Ring, ping.Read = roleRingPinger, ring(0), ring(len(chain)-1)
+	ping.Role, ping.Ring, ping.Read = role.RingPinger, ring(0), ring(len(chain)-1)
 	pinger, err := ps.roleReady(d, d.n1, "pinger", ping)
 	if err != nil {
 		return report.Deployed{}, err
 	}
 	for p := 1; p < n; p++ {
 		relay := spec
-		relay.Role = roleRingsEcho
+		relay.Role = role.RingsEcho
 		for k := 1; k < len(chain); k++ {
 			if chain[k] == p { // hop k-1 ends here; this process writes hop k
 				relay.Reads, relay.Rings = append(relay.Reads, ring(k-1)), append(relay.Rings, ring(k))

@@ -8,9 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/ringfire/ringfire/replica"
-	"github.com/ringfire/ringfire/shm"
 )
 
 func TestWaitArgs(t *testing.T) {
@@ -22,20 +19,6 @@ func TestWaitArgs(t *testing.T) {
 		if got := WaitArgs(c.wait); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("WaitArgs(%q) = %q, want %q", c.wait, got, c.want)
 		}
-	}
-}
-
-// A pinger or echo waits on its ring as serve's sender does in the same
-// mode (an adaptive one used to spin 2,000 polls first, which the sender
-// stopped doing), and default's as the first table did.
-func TestRoleWait(t *testing.T) {
-	for _, m := range []replica.WaitMode{replica.WaitAdaptive, replica.WaitBlock, replica.WaitYield, replica.WaitSpin} {
-		if got, want := roleWait(m.String()), replica.RingWait(m); got != want {
-			t.Errorf("roleWait(%q) = %+v, want the sender's %+v", m, got, want)
-		}
-	}
-	if got := roleWait("default"); got != shm.FutexWait(32) {
-		t.Errorf("roleWait(default) = %+v, want FutexWait(32)", got)
 	}
 }
 

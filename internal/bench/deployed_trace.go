@@ -3,12 +3,14 @@ package bench
 import (
 	"bufio"
 	"fmt"
-	"github.com/ringfire/ringfire/internal/bench/report"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/report"
 )
 
 // traceStage is one stamp of the loop: which process file, which stage.
@@ -90,9 +92,9 @@ func traceHops(dir string, warmUp int, chain []traceStage) ([]report.Hop, error)
 		}
 		files[st.file] = m
 	}
-	hists := make([]hist, len(chain)-1)
+	hists := make([]hist.Hist, len(chain)-1)
 	for i := range hists {
-		hists[i] = newHist()
+		hists[i] = hist.New()
 	}
 	for seq := range files["pinger"]["push"] {
 		if seq <= uint64(warmUp) {
@@ -109,12 +111,12 @@ func traceHops(dir string, warmUp int, chain []traceStage) ([]report.Hop, error)
 			continue
 		}
 		for i := range hists {
-			hists[i].record(time.Duration(ts[i+1] - ts[i]))
+			hists[i].Record(time.Duration(ts[i+1] - ts[i]))
 		}
 	}
 	hops := make([]report.Hop, len(hists))
 	for i, h := range hists {
-		hops[i] = report.Hop{From: chain[i].name, To: chain[i+1].name, Lat: h.percentiles()}
+		hops[i] = report.Hop{From: chain[i].name, To: chain[i+1].name, Lat: h.Percentiles()}
 	}
 	return hops, nil
 }

@@ -46,7 +46,7 @@ func (r *rig) fanout(tr string, n, size int, d time.Duration) (report.Fanout, er
 	}
 	f := report.Fanout{Transport: tr, Mirrors: n}
 	for _, h := range hs {
-		f.PerMirror = append(f.PerMirror, h.percentiles())
+		f.PerMirror = append(f.PerMirror, h.Percentiles())
 	}
 	f.BaseNs, f.PushNs, err = r.pushCosts(src, size)
 	return f, err

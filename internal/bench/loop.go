@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/shm"
@@ -137,13 +138,13 @@ func (r *rig) pingPong(tr string, size int, d time.Duration) (report.Latency, er
 	if err := l.warmUp(300 * time.Millisecond); err != nil {
 		return report.Latency{}, err
 	}
-	h := newHist()
+	h := hist.New()
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		rt, err := l.ping()
 		if err != nil {
 			return report.Latency{}, err
 		}
-		h.record(rt)
+		h.Record(rt)
 	}
-	return report.Latency{Name: tr, Lat: h.percentiles()}, nil
+	return report.Latency{Name: tr, Lat: h.Percentiles()}, nil
 }

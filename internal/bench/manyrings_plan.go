@@ -3,10 +3,12 @@ package bench
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/ringfire/ringfire/internal/bench/report"
 	"net/netip"
 	"os"
 	"slices"
+
+	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 )
 
 // ringCounts are cfg's ring counts with one ring alone first, which the
@@ -72,10 +74,10 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 	out, back := loopHops(d, dir, RingsTransport, wait, n)
 	var ps procSet
 	defer func() { ps.stopRuns() }() // ps as it is at return
-	spec := roleSpec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
+	spec := role.Spec{Wait: wait, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
-	ping.Role, ping.Rings, ping.Reads = roleRingsPinger, out.rings(), back.copies()
-	echo.Role, echo.Rings, echo.Reads = roleRingsEcho, back.rings(), out.copies()
+	ping.Role, ping.Rings, ping.Reads = role.RingsPinger, out.rings(), back.copies()
+	echo.Role, echo.Rings, echo.Reads = role.RingsEcho, back.rings(), out.copies()
 	pinger, err := ps.loopProcs(d, dir, ping, echo, out, back)
 	if err != nil {
 		return err
@@ -85,7 +87,7 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 		if err != nil {
 			return err
 		}
-		var got ringsResult
+		var got role.RingsResult
 		if err := json.Unmarshal([]byte(line), &got); err != nil {
 			return fmt.Errorf("bench: pinger result %q: %w", line, err)
 		}
@@ -95,10 +97,4 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 		*rt = report.RingsRoundTrip{PerRing: got.PerRing, Lat: got.All, Measured: report.Duration(wall), CPU: cpu}
 	}
 	return nil
-}
-
-// ringsResult is the rings pinger's result line.
-type ringsResult struct {
-	PerRing []report.Percentiles `json:"per_ring"`
-	All     report.Percentiles   `json:"all"`
 }

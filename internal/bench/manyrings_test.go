@@ -11,13 +11,14 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
 // TestMain runs the hidden roles of the deployed and rings sections: they
 // re-execute this test binary as the bench re-executes itself.
 func TestMain(m *testing.M) {
-	if run, ok := Role(); ok {
+	if run, ok := role.FromEnv(); ok {
 		if err := run(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintf(os.Stderr, "bench role: %v\n", err)
 			os.Exit(1)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"golang.org/x/sys/unix"
 )
 
@@ -286,7 +287,7 @@ func planDeployed(cfg *Config, rep *report.Report) []step {
 			}})
 		}
 	}
-	for _, style := range DatagramStyles {
+	for _, style := range role.DatagramStyles {
 		steps = append(steps, step{"deployed datagram " + style, func(r *rig) error {
 			d, err := r.deployedDatagram(cfg, style)
 			if err == nil {

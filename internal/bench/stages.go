@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
@@ -61,7 +62,7 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 		if err != nil {
 			return out, errors.Join(lost, err)
 		}
-		out = append(out, report.Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].percentiles()})
+		out = append(out, report.Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].Percentiles()})
 		lost = errors.Join(lost, e.reconnects())
 	}
 	for _, set := range []struct{ loops, unixSame bool }{{false, true}, {true, false}, {true, true}} {
@@ -107,7 +108,7 @@ func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, u
 	}
 	out := make([]report.Latency, len(hs))
 	for i, h := range hs {
-		out[i] = report.Latency{Name: names[i] + set + at, Lat: h.percentiles()}
+		out[i] = report.Latency{Name: names[i] + set + at, Lat: h.Percentiles()}
 	}
 	return out, e, nil
 }
@@ -260,10 +261,10 @@ func (e *stageEnds) reconnects() error {
 // measure pushes at rate for d (after a warm-up) while one goroutine
 // busy-polls every reader in turn and records each record's push-to-read
 // time per reader.
-func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate int) ([]hist, error) {
-	hs := make([]hist, len(readers))
+func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate int) ([]hist.Hist, error) {
+	hs := make([]hist.Hist, len(readers))
 	for i := range hs {
-		hs[i] = newHist()
+		hs[i] = hist.New()
 	}
 	buf := make([]byte, len(src.rec))
 	from := uint64(0) // records before it are the warm-up's
@@ -274,7 +275,7 @@ func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate 
 					break
 				}
 				if seq, ts, err := synth.Check(buf); err == nil && from > 0 && seq >= from {
-					hs[i].record(r.since(ts))
+					hs[i].Record(r.since(ts))
 				}
 			}
 		}

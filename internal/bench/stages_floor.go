@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -156,7 +157,7 @@ func (r *rig) floorOf(lay floorLayout, size int, d time.Duration, rate int) ([]r
 	var out []report.Latency
 	for i, h := range hs {
 		if lay.names[i] != "" {
-			out = append(out, report.Latency{Name: fmt.Sprintf("floor of %s: the hand-offs alone at %s/s", lay.names[i], report.FormatSI(float64(rate))), Lat: h.percentiles()})
+			out = append(out, report.Latency{Name: fmt.Sprintf("floor of %s: the hand-offs alone at %s/s", lay.names[i], report.FormatSI(float64(rate))), Lat: h.Percentiles()})
 		}
 	}
 	return out, nil
@@ -212,7 +213,7 @@ func (h floorHop) run(done *atomic.Bool, buf []byte) {
 	yield := idle.NewIdler(idle.Strategy{Mode: idle.Yield}, nil)
 	for !done.Load() {
 		// Lossy rings: Push fails only once closed, after done.
-		if moved, _ := copyRecords(buf, h.in, 64, h.outs...); !moved {
+		if moved, _ := role.CopyRecords(buf, h.in, 64, h.outs...); !moved {
 			yield.Idle(0)
 		}
 	}

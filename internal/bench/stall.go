@@ -1,9 +1,10 @@
 package bench
 
 import (
-	"github.com/ringfire/ringfire/internal/bench/report"
 	"runtime"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/bench/report"
 )
 
 // measureStall reads the clock on a locked thread for d.

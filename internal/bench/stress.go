@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
@@ -236,7 +237,7 @@ func (l *loop) stress(rate int, d time.Duration) (report.Stress, error) {
 	after := l.repairs()
 	s := report.Stress{
 		Transport: l.tr, Rate: rate, Duration: report.Duration(elapsed), Pushed: pushed,
-		Delivered: res.got, Disorder: res.disorder, Lat: res.h.percentiles(),
+		Delivered: res.got, Disorder: res.disorder, Lat: res.h.Percentiles(),
 		NAKs: after.NaksSent - before.NaksSent, Retransmitted: after.Retransmitted - before.Retransmitted,
 		Gaps: after.Gaps - before.Gaps,
 	}
@@ -257,7 +258,7 @@ func (l *loop) repairs() replica.MirrorStats {
 // receiver counts the echoes of one stress run.
 type receiver struct {
 	l        *loop
-	h        hist
+	h        hist.Hist
 	got      uint64
 	disorder uint64
 	last     chan uint64
@@ -268,7 +269,7 @@ type receiver struct {
 // receive starts taking echoes of records from first on; it sleeps on B's
 // futex when idle.
 func (l *loop) receive(first uint64) *receiver {
-	rx := &receiver{l: l, h: newHist(), last: make(chan uint64, 1), done: make(chan struct{})}
+	rx := &receiver{l: l, h: hist.New(), last: make(chan uint64, 1), done: make(chan struct{})}
 	ws := shm.FutexWait(64)
 	rd, err := shm.OpenReader(l.mb.path, shm.ReadOptions{Start: shm.StartHead, NoRegister: true, Wait: &ws})
 	if err != nil {
@@ -303,7 +304,7 @@ func (rx *receiver) run(rd *shm.Reader, first uint64) {
 			}
 			if seq >= first {
 				rx.got++
-				rx.h.record(rx.l.r.since(ts))
+				rx.h.Record(rx.l.r.since(ts))
 				if seq < high {
 					rx.disorder++
 				}
@@ -318,7 +319,7 @@ func (rx *receiver) run(rd *shm.Reader, first uint64) {
 
 type rxResult struct {
 	got, disorder uint64
-	h             hist
+	h             hist.Hist
 	err           error
 }
 

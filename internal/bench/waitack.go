@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/ringfire/ringfire/internal/bench/report"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/report"
 )
 
 // waitSamples is how many push-then-Wait round trips waitAcks times per
@@ -18,7 +20,7 @@ const waitSamples = 2000
 func (r *rig) waitAcks(src *source, mirrors int) ([]report.Latency, error) {
 	var out []report.Latency
 	for _, n := range []int{1, mirrors} {
-		h := newHist()
+		h := hist.New()
 		for i := range waitSamples + waitSamples/10 { // the first tenth warms up
 			start := time.Now()
 			if err := src.push(r); err != nil {
@@ -32,10 +34,10 @@ func (r *rig) waitAcks(src *source, mirrors int) ([]report.Latency, error) {
 				return nil, fmt.Errorf("bench: Wait for %d mirrors at %d: %d, %v", n, seq, got, err)
 			}
 			if i >= waitSamples/10 {
-				h.record(time.Since(start))
+				h.Record(time.Since(start))
 			}
 		}
-		out = append(out, report.Latency{Name: fmt.Sprintf("source's Wait for %d of %d mirrors, push to return", n, mirrors), Lat: h.percentiles()})
+		out = append(out, report.Latency{Name: fmt.Sprintf("source's Wait for %d of %d mirrors, push to return", n, mirrors), Lat: h.Percentiles()})
 	}
 	return out, nil
 }

@@ -1,4 +1,4 @@
-package bench
+package role
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/shm"
@@ -18,8 +20,8 @@ import (
 // pass that found nothing, call sched_yield (spin: poll again at once),
 // whatever the wait mode of the run processes.
 const (
-	roleRingsPinger = "rings-pinger" // pushes into every Ai, reads every Bi', times each ring's round trip
-	roleRingsEcho   = "rings-echo"   // copies every Ai' into Bi
+	RingsPinger = "rings-pinger" // pushes into every Ai, reads every Bi', times each ring's round trip
+	RingsEcho   = "rings-echo"   // copies every Ai' into Bi
 )
 
 // ringsIdler is how the roles wait between fruitless passes.
@@ -35,9 +37,9 @@ func ringsIdler(wait string) *idle.Idler {
 // of s.Reads (from its oldest record) once a mirror has made it, and locks
 // the goroutine to its thread (the roles poll on it); closeAll unlocks the
 // thread and closes them all.
-func ringsEnds(s roleSpec, out *bufio.Writer) (ws []*shm.Writer, rds []*shm.Reader, closeAll func(), err error) {
+func ringsEnds(s Spec, out *bufio.Writer) (ws []*shm.Writer, rds []*shm.Reader, closeAll func(), err error) {
 	if len(s.Rings) == 0 || len(s.Rings) != len(s.Reads) {
-		return nil, nil, nil, fmt.Errorf("bench: %s: %d rings to write, %d to read", s.Role, len(s.Rings), len(s.Reads))
+		return nil, nil, nil, fmt.Errorf("role: %s: %d rings to write, %d to read", s.Role, len(s.Rings), len(s.Reads))
 	}
 	closeAll = func() {
 		for _, w := range ws {
@@ -55,7 +57,7 @@ func ringsEnds(s roleSpec, out *bufio.Writer) (ws []*shm.Writer, rds []*shm.Read
 		}
 		ws = append(ws, w)
 	}
-	if err := say(out, lineReady); err != nil {
+	if err := say(out, LineReady); err != nil {
 		closeAll()
 		return nil, nil, nil, err
 	}
@@ -84,8 +86,8 @@ func ringsEnds(s roleSpec, out *bufio.Writer) (ws []*shm.Writer, rds []*shm.Read
 type ringsPing struct {
 	ws       []*shm.Writer
 	rds      []*shm.Reader
-	hs       []hist // per ring
-	all      hist
+	hs       []hist.Hist // per ring
+	all      hist.Hist
 	seqs     []uint64 // the record in flight on each ring
 	pending  []bool
 	rec, buf []byte
@@ -94,18 +96,18 @@ type ringsPing struct {
 }
 
 // ringsPinger times each ring's round trips, Ai to Bi', in two ways,
-// after WarmUp rounds (at most warmUpMax of them) at once: at once, a
+// after WarmUp rounds (at most WarmUpMax of them) at once: at once, a
 // stamped record pushed into every ring and every echo awaited, then in
 // turn, one record in flight in all, ring after ring. Each is Samples
 // rounds (at most Limit of them) between a measuring and a result line.
-func ringsPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
+func ringsPinger(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	ws, rds, closeAll, err := ringsEnds(s, out)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
 	n := len(ws)
-	pg := &ringsPing{ws: ws, rds: rds, hs: make([]hist, n), seqs: make([]uint64, n), pending: make([]bool, n),
+	pg := &ringsPing{ws: ws, rds: rds, hs: make([]hist.Hist, n), seqs: make([]uint64, n), pending: make([]bool, n),
 		rec: make([]byte, s.Record), buf: make([]byte, s.Record), base: time.Now(), d: ringsIdler(s.Wait)}
 	every := make([]int, n)
 	for i := range every {
@@ -133,12 +135,12 @@ func ringsPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 
 // measure says measuring, runs Samples rounds (at most Limit of them; the
 // first one first when no warm-up came before) and says the result.
-func (pg *ringsPing) measure(s roleSpec, out *bufio.Writer, round func(first bool) error, first bool) error {
+func (pg *ringsPing) measure(s Spec, out *bufio.Writer, round func(first bool) error, first bool) error {
 	for i := range pg.hs {
-		pg.hs[i] = newHist()
+		pg.hs[i] = hist.New()
 	}
-	pg.all = newHist()
-	if err := say(out, lineMeasuring); err != nil {
+	pg.all = hist.New()
+	if err := say(out, LineMeasuring); err != nil {
 		return err
 	}
 	end := time.Now().Add(time.Duration(s.Limit))
@@ -147,19 +149,19 @@ func (pg *ringsPing) measure(s roleSpec, out *bufio.Writer, round func(first boo
 			return fmt.Errorf("round %d: %w", i, err)
 		}
 	}
-	res := ringsResult{All: pg.all.percentiles()}
+	res := RingsResult{All: pg.all.Percentiles()}
 	for _, h := range pg.hs {
-		res.PerRing = append(res.PerRing, h.percentiles())
+		res.PerRing = append(res.PerRing, h.Percentiles())
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
 	}
-	return say(out, lineResult+string(b))
+	return say(out, LineResult+string(b))
 }
 
 // round pushes one record on each ring of rings and waits for all their
-// echoes (firstEchoWait for the very first round, else echoWait),
+// echoes (FirstEchoWait for the very first round, else EchoWait),
 // recording each ring's round trip when record is set.
 func (pg *ringsPing) round(rings []int, first, record bool) error {
 	for _, i := range rings {
@@ -171,9 +173,9 @@ func (pg *ringsPing) round(rings []int, first, record bool) error {
 		}
 		pg.seqs[i], pg.pending[i] = seq, true
 	}
-	wait := echoWait
+	wait := EchoWait
 	if first {
-		wait = firstEchoWait
+		wait = FirstEchoWait
 	}
 	deadline := time.Now().Add(wait)
 	for polls, left := 0, len(rings); left > 0; polls++ {
@@ -218,8 +220,8 @@ func (pg *ringsPing) take(i int, rd *shm.Reader, record bool) (bool, error) {
 		case got == pg.seqs[i]:
 			if record {
 				d := time.Since(pg.base) - time.Duration(ts)
-				pg.hs[i].record(d)
-				pg.all.record(d)
+				pg.hs[i].Record(d)
+				pg.all.Record(d)
 			}
 			return true, nil
 		case got > pg.seqs[i]:
@@ -242,12 +244,12 @@ func (pg *ringsPing) late(left, of int, wait time.Duration) error {
 // ringsEchoLimit bounds an echo's life: its rings, the pinger's warm-up
 // and its two sets of samples, and the parent's wait before it closes
 // stdin.
-func ringsEchoLimit(s roleSpec) time.Duration {
-	return ringOpenWait + firstEchoWait + warmUpMax + echoWait + 2*(time.Duration(s.Limit)+echoWait) + roleLimit
+func ringsEchoLimit(s Spec) time.Duration {
+	return ringOpenWait + FirstEchoWait + WarmUpMax + EchoWait + 2*(time.Duration(s.Limit)+EchoWait) + roleLimit
 }
 
 // ringsEcho copies every record of each Ai' into Bi until stdin closes.
-func ringsEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
+func ringsEcho(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	ws, rds, closeAll, err := ringsEnds(s, out)
 	if err != nil {
 		return err
@@ -264,13 +266,13 @@ func ringsEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 			default:
 			}
 			if time.Now().After(end) {
-				return fmt.Errorf("bench: echo still running after %v", ringsEchoLimit(s))
+				return fmt.Errorf("role: echo still running after %v", ringsEchoLimit(s))
 			}
 		}
 		d.Round()
 		found := false
 		for i, rd := range rds {
-			moved, err := copyRecords(buf, rd, 64, ws[i]) // at most 64 records of a ring per pass
+			moved, err := CopyRecords(buf, rd, 64, ws[i]) // at most 64 records of a ring per pass
 			if err != nil {
 				return err
 			}
@@ -282,4 +284,10 @@ func ringsEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 		}
 		d.Idle(0)
 	}
+}
+
+// RingsResult is the rings pinger's result line.
+type RingsResult struct {
+	PerRing []report.Percentiles `json:"per_ring"`
+	All     report.Percentiles   `json:"all"`
 }

@@ -1,4 +1,4 @@
-package bench
+package role
 
 import (
 	"bufio"
@@ -20,8 +20,8 @@ const ringCapacity = 1 << 12
 // Bounds of the waits of the ring roles.
 const (
 	ringOpenWait  = 30 * time.Second // for a mirror to create the ring read
-	firstEchoWait = 15 * time.Second // first round trip: mirrors connecting, AF_XDP attaching
-	echoWait      = 5 * time.Second  // any later round trip (a lost datagram waits for its repair)
+	FirstEchoWait = 15 * time.Second // first round trip: mirrors connecting, AF_XDP attaching
+	EchoWait      = 5 * time.Second  // any later round trip (a lost datagram waits for its repair)
 )
 
 // roleWait is how a pinger or echo waits on its ring for a bench wait
@@ -45,26 +45,27 @@ func createRing(path string, size int) (*shm.Writer, error) {
 // openRingWhenReady opens a reader of the ring at path from its oldest
 // record, polling until a mirror has created it (bounded).
 func openRingWhenReady(path string, ws shm.WaitStrategy) (*shm.Reader, error) {
-	var rd *shm.Reader
-	var last error
-	err := waitFor(ringOpenWait, "ring "+path, func() bool {
-		rd, last = shm.OpenReader(path, shm.ReadOptions{Start: shm.StartOldest, NoRegister: true, Wait: &ws})
-		return last == nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", err, last)
+	deadline := time.Now().Add(ringOpenWait)
+	for {
+		rd, err := shm.OpenReader(path, shm.ReadOptions{Start: shm.StartOldest, NoRegister: true, Wait: &ws})
+		if err == nil {
+			return rd, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("role: ring %s not there within %v: %w", path, ringOpenWait, err)
+		}
+		time.Sleep(time.Millisecond)
 	}
-	return rd, nil
 }
 
 // ringEnds are a ring role's rings: it creates the ring it writes, says
 // ready, and opens the ring it reads once a mirror has made it.
-func ringEnds(s roleSpec, out *bufio.Writer) (*shm.Writer, *shm.Reader, error) {
+func ringEnds(s Spec, out *bufio.Writer) (*shm.Writer, *shm.Reader, error) {
 	w, err := createRing(s.Ring, s.Record)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := say(out, lineReady); err != nil {
+	if err := say(out, LineReady); err != nil {
 		w.Close()
 		return nil, nil, err
 	}
@@ -78,7 +79,7 @@ func ringEnds(s roleSpec, out *bufio.Writer) (*shm.Writer, *shm.Reader, error) {
 
 // ringPinger pushes a stamped record into ring A and waits on B' for its
 // echo, one record in flight.
-func ringPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
+func ringPinger(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	w, rd, err := ringEnds(s, out)
 	if err != nil {
 		return err
@@ -95,9 +96,9 @@ func ringPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 			return 0, err
 		}
 		trace.Stamp(trace.Push, seq)
-		wait := echoWait
+		wait := EchoWait
 		if first {
-			wait = firstEchoWait
+			wait = FirstEchoWait
 		}
 		return awaitEcho(rd, buf, seq, base, time.Now().Add(wait))
 	}
@@ -132,7 +133,7 @@ func awaitEcho(rd *shm.Reader, buf []byte, seq uint64, base time.Time, deadline 
 }
 
 // ringEcho copies every record of A' into ring B until stdin closes.
-func ringEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
+func ringEcho(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	w, rd, err := ringEnds(s, out)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package bench
+package hist
 
 import (
 	"time"
@@ -7,16 +7,18 @@ import (
 	"github.com/ringfire/ringfire/internal/bench/report"
 )
 
-// hist records latencies in nanoseconds, 1 ns to 10 s, 3 significant
+// Hist records latencies in nanoseconds, 1 ns to 10 s, 3 significant
 // digits.
-type hist struct{ h *hdrhistogram.Histogram }
+type Hist struct{ h *hdrhistogram.Histogram }
 
-func newHist() hist { return hist{hdrhistogram.New(1, int64(10*time.Second), 3)} }
+// New is an empty histogram.
+func New() Hist { return Hist{hdrhistogram.New(1, int64(10*time.Second), 3)} }
 
-func (h hist) record(d time.Duration) { h.h.RecordValue(max(int64(d), 1)) }
+// Record adds one latency (at least 1 ns).
+func (h Hist) Record(d time.Duration) { h.h.RecordValue(max(int64(d), 1)) }
 
-// percentiles summarizes the histogram in microseconds.
-func (h hist) percentiles() report.Percentiles {
+// Percentiles summarizes the histogram in microseconds.
+func (h Hist) Percentiles() report.Percentiles {
 	us := func(v int64) float64 { return float64(v) / 1e3 }
 	q := func(p float64) float64 { return us(h.h.ValueAtQuantile(p)) }
 	if h.h.TotalCount() == 0 {

@@ -1,4 +1,4 @@
-package bench
+package role
 
 import (
 	"bufio"
@@ -9,25 +9,26 @@ import (
 	"os"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/trace"
 )
 
-// roleEnv names the environment variable that makes this binary a role
+// Env names the environment variable that makes this binary a role
 // of a deployed measurement instead of the command: its value is the
-// roleSpec as JSON.
-const roleEnv = "RINGFIRE_BENCH_ROLE"
+// Spec as JSON.
+const Env = "RINGFIRE_BENCH_ROLE"
 
 // The roles, each a process of its own.
 const (
-	roleRingPinger  = "ring-pinger"  // pushes into ring A, reads B', times the round trip
-	roleRingEcho    = "ring-echo"    // copies A' into ring B
-	roleDgramPinger = "dgram-pinger" // one datagram to the echo and back, timed
-	roleDgramEcho   = "dgram-echo"   // sends every datagram back
+	RingPinger  = "ring-pinger"  // pushes into ring A, reads B', times the round trip
+	RingEcho    = "ring-echo"    // copies A' into ring B
+	DgramPinger = "dgram-pinger" // one datagram to the echo and back, timed
+	DgramEcho   = "dgram-echo"   // sends every datagram back
 )
 
-// roleSpec is what a role process is told.
-type roleSpec struct {
+// Spec is what a role process is told.
+type Spec struct {
 	Role    string          `json:"role"`
 	Ring    string          `json:"ring,omitempty"` // the ring it creates
 	Read    string          `json:"read,omitempty"` // the ring it reads
@@ -47,50 +48,51 @@ type roleSpec struct {
 // warm-up and result with the percentiles as JSON after its samples.
 // Every role then waits for stdin to close and exits.
 const (
-	lineReady     = "ready"
-	lineMeasuring = "measuring"
-	lineResult    = "result "
+	LineReady     = "ready"
+	LineMeasuring = "measuring"
+	LineResult    = "result "
 )
 
-// Role returns the hidden role this process was started for (by the
-// deployed section, which re-executes the running binary), if any. The
+// FromEnv returns the hidden role this process was started for (by the
+// deployed and rings sections, which re-execute the running binary), if
+// any. The
 // binary calls it before anything else and, when ok, runs it with its
 // standard input and output instead of the command; run returns when the
 // role is done or failed.
-func Role() (run func(stdin io.Reader, stdout io.Writer) error, ok bool) {
-	v := os.Getenv(roleEnv)
+func FromEnv() (run func(stdin io.Reader, stdout io.Writer) error, ok bool) {
+	v := os.Getenv(Env)
 	if v == "" {
 		return nil, false
 	}
 	return func(stdin io.Reader, stdout io.Writer) error {
 		trace.Start()
-		var s roleSpec
+		var s Spec
 		if err := json.Unmarshal([]byte(v), &s); err != nil {
-			return fmt.Errorf("bench: %s: %w", roleEnv, err)
+			return fmt.Errorf("role: %s: %w", Env, err)
 		}
 		return s.run(stdin, stdout)
 	}, true
 }
 
-func (s roleSpec) run(stdin io.Reader, stdout io.Writer) error {
+func (s Spec) run(stdin io.Reader, stdout io.Writer) error {
 	gone := watchStdin(stdin)
 	out := bufio.NewWriter(stdout)
 	var err error
 	switch s.Role {
-	case roleRingPinger:
+	case RingPinger:
 		err = ringPinger(s, out, gone)
-	case roleRingEcho:
+	case RingEcho:
 		err = ringEcho(s, out, gone)
-	case roleDgramPinger:
+	case DgramPinger:
 		err = dgramPinger(s, out, gone)
-	case roleDgramEcho:
+	case DgramEcho:
 		err = dgramEcho(s, out, gone)
-	case roleRingsPinger:
+	case RingsPinger:
 		err = ringsPinger(s, out, gone)
-	case roleRingsEcho:
+	case RingsEcho:
 		err = ringsEcho(s, out, gone)
 	default:
-		err = fmt.Errorf("bench: unknown role %q", s.Role)
+		err = fmt.Errorf("role: unknown role %q", s.Role)
 	}
 	if ferr := out.Flush(); err == nil {
 		err = ferr
@@ -115,49 +117,49 @@ func say(out *bufio.Writer, line string) error {
 	return out.Flush()
 }
 
-// warmUpMax bounds a pinger's warm-up in time, whatever its count.
-const warmUpMax = 10 * time.Second
+// WarmUpMax bounds a pinger's warm-up in time, whatever its count.
+const WarmUpMax = 10 * time.Second
 
 // roleLimit bounds how long a role waits for the parent to close stdin
 // once it has reported.
 const roleLimit = time.Minute
 
-// pingLoop is a pinger's run: WarmUp round trips (at most warmUpMax of
+// pingLoop is a pinger's run: WarmUp round trips (at most WarmUpMax of
 // them), then Samples timed ones (at most Limit of them) recorded in a
 // histogram, reported as result. ping does one round trip; first is true
 // for the very first (paths still being set up).
-func pingLoop(s roleSpec, out *bufio.Writer, gone <-chan struct{}, ping func(first bool) (time.Duration, error)) error {
+func pingLoop(s Spec, out *bufio.Writer, gone <-chan struct{}, ping func(first bool) (time.Duration, error)) error {
 	if err := warmUp(s, func(first bool) error { _, err := ping(first); return err }); err != nil {
 		return err
 	}
-	if err := say(out, lineMeasuring); err != nil {
+	if err := say(out, LineMeasuring); err != nil {
 		return err
 	}
-	h := newHist()
+	h := hist.New()
 	end := time.Now().Add(time.Duration(s.Limit))
 	for i := 0; i < s.Samples && (i == 0 || time.Now().Before(end)); i++ {
 		d, err := ping(i == 0 && s.WarmUp == 0)
 		if err != nil {
 			return fmt.Errorf("round trip %d: %w", i, err)
 		}
-		h.record(d)
+		h.Record(d)
 	}
-	b, err := json.Marshal(h.percentiles())
+	b, err := json.Marshal(h.Percentiles())
 	if err != nil {
 		return err
 	}
-	if err := say(out, lineResult+string(b)); err != nil {
+	if err := say(out, LineResult+string(b)); err != nil {
 		return err
 	}
 	return awaitGone(gone)
 }
 
-// warmUp runs s.WarmUp rounds, at most warmUpMax of them (the first one
+// warmUp runs s.WarmUp rounds, at most WarmUpMax of them (the first one
 // whatever the time); first is true for the very first (paths still being
 // set up).
-func warmUp(s roleSpec, round func(first bool) error) error {
+func warmUp(s Spec, round func(first bool) error) error {
 	start := time.Now()
-	for i := 0; i < s.WarmUp && (i == 0 || time.Since(start) < warmUpMax); i++ {
+	for i := 0; i < s.WarmUp && (i == 0 || time.Since(start) < WarmUpMax); i++ {
 		if err := round(i == 0); err != nil {
 			return fmt.Errorf("warm-up round %d: %w", i, err)
 		}
@@ -171,6 +173,6 @@ func awaitGone(gone <-chan struct{}) error {
 	case <-gone:
 		return nil
 	case <-time.After(roleLimit):
-		return errors.New("bench: parent did not close stdin within " + roleLimit.String())
+		return errors.New("role: parent did not close stdin within " + roleLimit.String())
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package role
 
 import (
 	"bufio"
@@ -9,10 +9,9 @@ import (
 	"os"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/internal/netpoll"
+	"golang.org/x/sys/unix"
 )
 
 // DatagramStyles are the ways the two processes of the deployed
@@ -109,7 +108,7 @@ func (e *dgramEnd) recv(deadline time.Time) error {
 
 // dgramRole opens a datagram role's end, its goroutine locked to its
 // thread for every style but the netpoller's; done closes and unlocks.
-func dgramRole(s roleSpec) (e *dgramEnd, done func(), err error) {
+func dgramRole(s Spec) (e *dgramEnd, done func(), err error) {
 	unlock := func() {}
 	if s.Wait != "netpoller" {
 		if unlock, err = idle.LockThread(-1); err != nil {
@@ -124,13 +123,13 @@ func dgramRole(s roleSpec) (e *dgramEnd, done func(), err error) {
 }
 
 // dgramEcho sends every datagram back until stdin closes.
-func dgramEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
+func dgramEcho(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	e, done, err := dgramRole(s)
 	if err != nil {
 		return err
 	}
 	defer done()
-	if err := say(out, lineReady); err != nil {
+	if err := say(out, LineReady); err != nil {
 		return err
 	}
 	for {
@@ -155,7 +154,7 @@ func dgramEcho(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
 }
 
 // dgramPinger sends a datagram and waits for its echo, one in flight.
-func dgramPinger(s roleSpec, out *bufio.Writer, gone <-chan struct{}) error {
+func dgramPinger(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	e, done, err := dgramRole(s)
 	if err != nil {
 		return err

@@ -1,11 +1,13 @@
-package bench
+package role
 
-import "github.com/ringfire/ringfire/shm"
+import (
+	"github.com/ringfire/ringfire/shm"
+)
 
-// copyRecords moves up to limit records of in into each of outs (buf holds
+// CopyRecords moves up to limit records of in into each of outs (buf holds
 // one record) and reports whether it moved any: one pass of a relay that
 // polls its rings (the rings section's echo, the stages' floor).
-func copyRecords(buf []byte, in *shm.Reader, limit int, outs ...*shm.Writer) (bool, error) {
+func CopyRecords(buf []byte, in *shm.Reader, limit int, outs ...*shm.Writer) (bool, error) {
 	n := 0
 	for ; n < limit; n++ {
 		if _, ok := in.TryRecv(buf); !ok {
