@@ -15,30 +15,50 @@ type table struct {
 	rows   [][]string
 }
 
-// tables returns the report's non-empty tabular sections in order.
-func (r *Report) tables() []table {
-	all := []table{
-		latencyTable("ping-pong round trip (µs)", "transport", r.PingPong),
-		latencyTable("datagram round trip, transport only (µs)", "transport", r.Datagram),
-		r.stressTable(),
-		r.zeroLossTable(),
-		latencyTable("stages: push to read (µs)", "stage", r.Stages),
-		r.fanoutTable(),
-		r.sendCostTable(),
-		r.deployedTable(),
-		r.deployedDatagramTable(),
-		r.deployedRelayTable(),
-		r.deployedCPUTable(),
-		r.deployedHopsTable(),
-		r.ringsTable(),
-		r.ringsPerRingTable(),
-		r.ringsSweepTable(),
+// section is one part of a run (ringfire-bench --sections) with the
+// tables of its figures.
+type section struct {
+	name   string // as --sections names it
+	title  string // the page's heading
+	tables []table
+}
+
+// sections returns the report's sections in the order of a run, each
+// with its non-empty tables; a section without one is left out.
+func (r *Report) sections() []section {
+	all := []section{
+		{"pingpong", "Ping-pong", []table{
+			latencyTable("ping-pong round trip (µs)", "transport", r.PingPong),
+			latencyTable("datagram round trip, transport only (µs)", "transport", r.Datagram)}},
+		{"stress", "Stress and zero-loss rate", []table{r.stressTable(), r.zeroLossTable()}},
+		{"stages", "Stages", []table{latencyTable("stages: push to read (µs)", "stage", r.Stages)}},
+		{"fanout", "Fan-out", []table{r.fanoutTable()}},
+		{"sendcost", "Send cost", []table{r.sendCostTable()}},
+		{"deployed", "Deployed", []table{r.deployedTable(), r.deployedDatagramTable(), r.deployedRelayTable(),
+			r.deployedCPUTable(), r.deployedHopsTable()}},
+		{"rings", "Rings", []table{r.ringsTable(), r.ringsPerRingTable(), r.ringsSweepTable()}},
 	}
-	var out []table
-	for _, t := range all {
-		if len(t.rows) > 0 {
-			out = append(out, t)
+	var out []section
+	for _, s := range all {
+		var ts []table
+		for _, t := range s.tables {
+			if len(t.rows) > 0 {
+				ts = append(ts, t)
+			}
 		}
+		if len(ts) > 0 {
+			s.tables = ts
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// tables returns the report's non-empty tables in order.
+func (r *Report) tables() []table {
+	var out []table
+	for _, s := range r.sections() {
+		out = append(out, s.tables...)
 	}
 	return out
 }

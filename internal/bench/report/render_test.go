@@ -145,11 +145,11 @@ func TestWriteMarkdown(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"## ringfire-bench 2026-03-14, AMD EPYC 7763 64-Core Processor",
+		"# Benchmarks\n", "## Method\n", "## Machine\n", "## Ping-pong\n", "## Stress and zero-loss rate\n",
 		"- **cpu**: AMD EPYC 7763", "```sh\nringfire bench --duration 5s",
 		"](img/bench/latency.svg)", "](img/bench/throughput.svg)",
 		"| transport | samples | avg |", "| --- | ---: |",
-		"| xdp-multicast | adaptive | ≥ 1.60 M | 1.60 M |", "### notes",
+		"| xdp-multicast | adaptive | ≥ 1.60 M | 1.60 M |", "## Notes",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, out)

@@ -115,22 +115,17 @@ func dashAttr(dash string) string {
 	return fmt.Sprintf(` stroke-dasharray="%s"`, dash)
 }
 
-// chartTitle appends the machine's CPU and the run's date to what.
+// chartTitle appends the machine's CPU to what (no date: the charts
+// belong to a page that carries none).
 func (r *Report) chartTitle(what string) string {
-	var parts []string
-	if cpu := []rune(r.Machine.CPU); len(cpu) > 0 {
-		if len(cpu) > 56 {
-			cpu = append(cpu[:55], '…')
-		}
-		parts = append(parts, string(cpu))
-	}
-	if !r.Started.IsZero() {
-		parts = append(parts, r.Started.Format("2006-01-02"))
-	}
-	if len(parts) == 0 {
+	cpu := []rune(r.Machine.CPU)
+	if len(cpu) == 0 {
 		return what
 	}
-	return what + " — " + strings.Join(parts, ", ")
+	if len(cpu) > 56 {
+		cpu = append(cpu[:55], '…')
+	}
+	return what + " — " + string(cpu)
 }
 
 // recordNote describes the record size for a chart's subtitle.
