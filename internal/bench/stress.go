@@ -159,8 +159,9 @@ func (r *rig) live(src *source, m *mirrorEnd) error {
 //
 // The producer stamps its records once per burst, not once per record:
 // nothing here measures latency, and a clock read per record (rig.stamp,
-// 32 ns on this VM) is CPU the two cores' shared budget takes from the
-// sender and the mirror, which the sweep measures.
+// about 32 ns on a 2-core VM: BenchmarkStamp) is CPU the two cores'
+// shared budget takes from the sender and the mirror, which the sweep
+// measures.
 func (r *rig) oneWay(src *source, m *mirrorEnd, rate int, d time.Duration) (float64, bool, error) {
 	before := m.m.Stats()
 	first := src.w.Next()

@@ -105,7 +105,7 @@ func (s Stress) Lossless() bool {
 // ZeroLoss is the highest offered rate a transport carried without loss.
 type ZeroLoss struct {
 	Transport string  `json:"transport"`
-	Wait      string  `json:"wait,omitempty"` // how its sender and mirror waited (a bench wait name; empty in reports before 2026-12-07: the default)
+	Wait      string  `json:"wait,omitempty"` // how its sender and mirror waited (a bench wait name; empty in reports older than the per-wait sweep: the default)
 	Rate      int     `json:"offered_per_s"`  // 0: none of the sweep's rates
 	Achieved  float64 `json:"achieved_per_s"`
 	Capped    bool    `json:"capped"` // lossless at the top of the sweep: a lower bound

@@ -10,8 +10,8 @@ import (
 // are times it did not run. On a VM they are the hypervisor's (steal
 // time), and no latency of the run can be lower than they allow: the
 // longest bounds the largest sample, and the gaps over 20 µs (300–600 a
-// second on the project's VM) fall inside some of a round trip's
-// samples, which the tail then shows.
+// second on a 2-core VM: the "stalls" line of docs/benchmarks.md) fall
+// inside some of a round trip's samples, which the tail then shows.
 type Stall struct {
 	For      Duration `json:"for"`
 	Max      Duration `json:"max"`

@@ -29,7 +29,7 @@ const (
 // busy-polls, yield polls with sched_yield between polls, adaptive yields
 // for about 200 polls, then sleeps on the ring's futex, block sleeps after
 // a few polls); default, whose serve and mirror get no flag, sleeps on the
-// futex after a few polls, as the latency issue's first table did.
+// futex after 32 polls (shm.FutexWait(32)).
 func roleWait(wait string) shm.WaitStrategy {
 	if m, err := replica.ParseWaitMode(wait); err == nil {
 		return replica.RingWait(m)

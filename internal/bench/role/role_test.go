@@ -8,8 +8,8 @@ import (
 )
 
 // A pinger or echo waits on its ring as serve's sender does in the same
-// mode (an adaptive one used to spin 2,000 polls first, which the sender
-// stopped doing), and default's as the first table did.
+// mode (replica.RingWait), and default's sleeps on the futex after 32
+// polls.
 func TestRoleWait(t *testing.T) {
 	for _, m := range []replica.WaitMode{replica.WaitAdaptive, replica.WaitBlock, replica.WaitYield, replica.WaitSpin} {
 		if got, want := roleWait(m.String()), replica.RingWait(m); got != want {

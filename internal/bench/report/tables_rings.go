@@ -2,7 +2,7 @@ package report
 
 import "strconv"
 
-// The rings section's tables: the summary with the ratios issue 15's
+// The rings section's tables: the summary with the ratios the section's
 // targets are stated in (N rings' aggregate zero-loss rate ÷ one ring's,
 // the worst ring's round-trip p50 ÷ one ring's, same wait mode), each
 // ring's round trip, and the zero-loss sweep.

@@ -2,7 +2,6 @@ package report
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -48,23 +47,4 @@ func (r *Report) WriteTable(w io.Writer) error {
 // writeTabRow writes cells as one indented tabwriter line.
 func writeTabRow(w io.Writer, cells []string) {
 	fmt.Fprintf(w, "  %s\n", strings.Join(cells, "\t"))
-}
-
-// WriteJSON writes the report as indented JSON. encoding/json rejects
-// NaN and infinities, so such figures must not reach the report.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
-}
-
-// ReadJSON reads a report WriteJSON wrote (a committed bench.json, to
-// render it again without measuring).
-func ReadJSON(rd io.Reader) (*Report, error) {
-	var r Report
-	if err := json.NewDecoder(rd).Decode(&r); err != nil {
-		return nil, fmt.Errorf("report: read JSON: %w", err)
-	}
-	return &r, nil
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/ringfire/ringfire/internal/netns"
 )
 
-// The rings section (issue 15's benchmark): N rings served and mirrored by
+// The rings section: N rings served and mirrored by
 // one `ringfire run` process on each side over AF_XDP unicast, in the
 // deployed section's topology (two namespaces, veth0 carrying N1 → N2 and
 // veth1 N2 → N1). Each ring count is measured in two phases, each with a
