@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -226,16 +225,4 @@ func openXDP(cfg transport.XDPConfig) (replica.Transport, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// waitFor polls cond every millisecond until it holds or d passes.
-func waitFor(d time.Duration, what string, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("bench: timed out waiting for " + what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/pace"
 	"github.com/ringfire/ringfire/internal/bench/proc"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
@@ -187,7 +188,7 @@ func (rr *ringsRun) ready() error {
 		body        []byte
 		err, exited error
 	)
-	if waitFor(readyWait, "/readyz", func() bool {
+	if pace.Until(readyWait, "/readyz", func() bool {
 		code, body, err = httpIn(rr.ns, rr.metrics, "/readyz")
 		if err == nil && code == http.StatusOK {
 			return true

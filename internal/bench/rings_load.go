@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/pace"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/shm"
@@ -73,9 +74,9 @@ func (r *rig) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait
 		return nil, report.ZeroLoss{}, ld.ps.explain(err)
 	}
 	var steps []report.RingsStep
-	best, err := sweepZeroLoss(RingsTransport, cfg.Rates, func(rate int) (float64, bool, error) {
-		if len(steps) > 0 && !steps[len(steps)-1].Drained && waitFor(ringsSettle, "the mirrors to catch up", ld.drained) != nil {
-			return 0, false, errSweepDone // still behind: a higher rate would measure the last one's backlog
+	best, err := pace.ZeroLoss(RingsTransport, cfg.Rates, func(rate int) (float64, bool, error) {
+		if len(steps) > 0 && !steps[len(steps)-1].Drained && pace.Until(ringsSettle, "the mirrors to catch up", ld.drained) != nil {
+			return 0, false, pace.ErrSweepDone // still behind: a higher rate would measure the last one's backlog
 		}
 		s, err := ld.step(rate, cfg.Stress)
 		if err != nil {
@@ -129,7 +130,7 @@ func (ld *ringsLoad) live() error {
 	}
 	var err error // of a scrape or a push, which ends the wait
 	waiting := len(ld.ws)
-	if waitFor(readyWait, "the mirrors' first datagrams", func() bool {
+	if pace.Until(readyWait, "the mirrors' first datagrams", func() bool {
 		var m map[string]float64
 		if m, err = ld.run2.scrape(); err != nil {
 			return true
@@ -155,7 +156,7 @@ func (ld *ringsLoad) live() error {
 	if err != nil {
 		return err
 	}
-	return waitFor(readyWait, "the mirrors to catch up", ld.drained)
+	return pace.Until(readyWait, "the mirrors to catch up", ld.drained)
 }
 
 // ringsCounters are the repair counters of the phase, summed over the
@@ -181,7 +182,7 @@ func (ld *ringsLoad) counters() (ringsCounters, error) {
 }
 
 // step pushes at an aggregate rate for d, round robin over the rings
-// without waiting for anything, then waits (at most drainWait) for every
+// without waiting for anything, then waits (at most pace.DrainWait) for every
 // mirror to hold every record and reads the repair counters.
 func (ld *ringsLoad) step(rate int, d time.Duration) (report.RingsStep, error) {
 	before, err := ld.counters()
@@ -194,11 +195,11 @@ func (ld *ringsLoad) step(rate int, d time.Duration) (report.RingsStep, error) {
 	}
 	n := len(ld.ws)
 	start := time.Now()
-	pushed, err := pace(d, rate, func(k int) error { return ld.push(k % n) }, sleepPace)
+	pushed, err := pace.Push(d, rate, func(k int) error { return ld.push(k % n) }, pace.Sleep)
 	if err != nil {
 		return report.RingsStep{}, err
 	}
-	drained := waitFor(drainWait, "the mirrors", ld.drained) == nil
+	drained := pace.Until(pace.DrainWait, "the mirrors", ld.drained) == nil
 	done := time.Since(start)
 	cpu1, err := ld.ps.cpuTimes()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/pace"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
@@ -296,7 +297,7 @@ func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate 
 // paced pushes rate records per second for d, calling between between
 // pushes (the poller; a sleep when it is empty).
 func (r *rig) paced(src *source, d time.Duration, rate int, between func()) error {
-	_, err := pace(d, rate, func(int) error { return src.push(r) }, func() {
+	_, err := pace.Push(d, rate, func(int) error { return src.push(r) }, func() {
 		between()
 		// The poller yields the CPU between polls, as a reader with the
 		// yield strategy would: a busy poll would starve the serve and

@@ -2,19 +2,16 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/pace"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
-
-// drainWait bounds how long a stress run waits for the last echoes.
-const drainWait = 2 * time.Second
 
 // sweep runs the open loop at every rate on one loop of transport tr, up
 // to the second rate in a row that loses, and returns the runs.
@@ -70,7 +67,7 @@ func (r *rig) zeroLoss(tr, wait string, size int, rates []int, d time.Duration) 
 	if err := r.live(src, m); err != nil {
 		return report.ZeroLoss{}, err
 	}
-	best, err := sweepZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
+	best, err := pace.ZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
 	best.Wait = report.ZeroLossWait(wait)
 	return best, err
 }
@@ -90,61 +87,12 @@ func (r *rig) zeroLossWaits(wait string) (onA, onB *replica.Loop, mode replica.W
 	return onA, onB, mode, err
 }
 
-// errSweepDone is what a sweep's step returns to end it without a result
-// for its rate.
-var errSweepDone = errors.New("bench: sweep done")
-
-// sweepZeroLoss tries each rate of rates in turn with step, which reports
-// the rate achieved and whether every record arrived without repair, up
-// to the second rate in a row that loses (or a step's errSweepDone): the
-// last lossless rate, Capped when it was the last of rates.
-func sweepZeroLoss(tr string, rates []int, step func(rate int) (achieved float64, lossless bool, err error)) (report.ZeroLoss, error) {
-	best := report.ZeroLoss{Transport: tr}
-	failed := 0
-	for i, rate := range rates {
-		achieved, ok, err := step(rate)
-		if errors.Is(err, errSweepDone) {
-			break
-		}
-		if err != nil {
-			return best, err
-		}
-		if ok {
-			best.Rate, best.Achieved, best.Capped, failed = rate, achieved, i == len(rates)-1, 0
-		} else if failed++; failed == 2 {
-			break
-		}
-	}
-	return best, nil
-}
-
-// pace calls push for records 0, 1, ... at rate records per second for d,
-// without waiting for anything, and between between the bursts: the
-// records pushed.
-func pace(d time.Duration, rate int, push func(k int) error, between func()) (int, error) {
-	start := time.Now()
-	pushed := 0
-	for el := time.Duration(0); el < d; el = time.Since(start) {
-		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
-			if err := push(pushed); err != nil {
-				return pushed, err
-			}
-		}
-		between()
-	}
-	return pushed, nil
-}
-
-// sleepPace is pace's between for pushers alone on their thread: Go
-// sleeps about 1 ms, so the records go in bursts of rate/1000.
-func sleepPace() { time.Sleep(100 * time.Microsecond) }
-
 // live pushes a record every millisecond until the mirror has caught up
 // with at least one record and, unless it takes no datagrams (m.stream),
 // receives datagrams: a unicast mirror has punched, and the records
 // before that, which came over TCP, are not the first rate's.
 func (r *rig) live(src *source, m *mirrorEnd) error {
-	return waitFor(5*time.Second, "the mirror to be live", func() bool {
+	return pace.Until(5*time.Second, "the mirror to be live", func() bool {
 		st := m.m.Stats()
 		if (st.Datagrams > 0 || m.stream) && st.Next > 0 && st.Next == src.w.Next() {
 			return true
@@ -167,12 +115,12 @@ func (r *rig) oneWay(src *source, m *mirrorEnd, rate int, d time.Duration) (floa
 	first := src.w.Next()
 	start := time.Now()
 	ts := r.stamp()
-	pushed, err := pace(d, rate, func(int) error { return src.pushAt(ts) }, func() { sleepPace(); ts = r.stamp() })
+	pushed, err := pace.Push(d, rate, func(int) error { return src.pushAt(ts) }, func() { pace.Sleep(); ts = r.stamp() })
 	if err != nil {
 		return 0, false, err
 	}
 	last := src.w.Next() - 1
-	if err := waitFor(drainWait, "the mirror", func() bool { return m.m.Stats().Next > last }); err != nil {
+	if err := pace.Until(pace.DrainWait, "the mirror", func() bool { return m.m.Stats().Next > last }); err != nil {
 		return 0, false, nil
 	}
 	done := time.Since(start)
@@ -234,7 +182,7 @@ func (l *loop) stress(rate int, d time.Duration) (report.Stress, error) {
 		time.Sleep(100 * time.Microsecond) // Go sleeps about 1 ms: bursts of rate/1000
 	}
 	elapsed := time.Since(start)
-	res := rx.finish(first+pushed-1, drainWait)
+	res := rx.finish(first+pushed-1, pace.DrainWait)
 	after := l.repairs()
 	s := report.Stress{
 		Transport: l.tr, Rate: rate, Duration: report.Duration(elapsed), Pushed: pushed,
@@ -294,7 +242,7 @@ func (rx *receiver) run(rd *shm.Reader, first uint64) {
 		cancel()
 		select {
 		case until = <-rx.last:
-			deadline = time.Now().Add(drainWait)
+			deadline = time.Now().Add(pace.DrainWait)
 		default:
 		}
 		if err == nil {
