@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/bench/deployed"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/cli"
@@ -98,14 +99,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.pingpong, "pingpong", 2*time.Second, "closed loop `duration` per transport")
 	fs.DurationVar(&f.stress, "stress", time.Second, "open loop `duration` per rate")
 	fs.DurationVar(&f.stages, "stages", time.Second, "`duration` of each stage and fan-out measurement")
-	fs.StringVar(&f.waits, "waits", strings.Join(bench.DefaultWaits, ","),
+	fs.StringVar(&f.waits, "waits", strings.Join(deployed.DefaultWaits, ","),
 		"deployed and the zero-loss sweep: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X, loop-X: one ringfire run per host, its serve and mirror on one loop waiting as X, deployed unicast only)")
 	fs.IntVar(&f.warmUp, "warmup", 10_000, "deployed: warm-up round trips per measurement")
 	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
 	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")
 	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
 	fs.StringVar(&f.rings, "rings", joinInts(bench.DefaultRings), "rings: ring `counts` served and mirrored by one ringfire run per side (one ring alone is always measured)")
-	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(bench.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
+	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(deployed.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
 	fs.StringVar(&f.out, "out", "", "write bench.json and the SVG charts into `dir`")
 	fs.StringVar(&f.markdown, "markdown", "", "write the page of the results (docs/benchmarks.md) to `file`, its charts linked relative to it in --out")
 	fs.StringVar(&f.render, "render", "", "measure nothing: render the report in `file` (a bench.json) as tables, charts (--out) and page (--markdown)")
@@ -160,8 +161,8 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	if cfg.Rings, err = parseInts("--rings", f.rings); err != nil {
 		return cfg, err
 	}
-	if slices.Max(cfg.Rings) > bench.MaxRings {
-		return cfg, usagef("--rings %q: at most %d rings", f.rings, bench.MaxRings)
+	if slices.Max(cfg.Rings) > deployed.MaxRings {
+		return cfg, usagef("--rings %q: at most %d rings", f.rings, deployed.MaxRings)
 	}
 	cfg.Transports = strings.Split(f.transports, ",")
 	for _, t := range cfg.Transports {

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/bench/deployed"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/cli"
@@ -42,9 +42,9 @@ func TestBenchDeployedSmoke(t *testing.T) {
 	rep := readReport(t, out)
 	// The relays: spin and yield (loop-yield's mode; default sleeps, and
 	// has none), six processes and a loop's four each.
-	if len(rep.Deployed) != 6 || len(rep.DeployedDatagram) != len(role.DatagramStyles) || len(rep.DeployedRelay) != 2*len(bench.RelayProcs) {
+	if len(rep.Deployed) != 6 || len(rep.DeployedDatagram) != len(role.DatagramStyles) || len(rep.DeployedRelay) != 2*len(deployed.RelayProcs) {
 		t.Fatalf("%d deployed, %d datagram, %d relay measurements; want 6, %d and %d",
-			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(role.DatagramStyles), 2*len(bench.RelayProcs))
+			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(role.DatagramStyles), 2*len(deployed.RelayProcs))
 	}
 	for _, d := range rep.Deployed {
 		if d.Wait == "loop-yield" {

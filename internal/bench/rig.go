@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/deployed"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
@@ -32,7 +33,7 @@ type rig struct {
 	dir   string
 	base  time.Time // record stamps are nanoseconds since base
 	stops []func()
-	dep   *deployedNet // the deployed section's, made at its first measurement
+	dep   *deployed.Bench // the sections whose endpoints are processes, made by Run
 }
 
 func newRig() (*rig, error) {
@@ -67,7 +68,7 @@ func (r *rig) reset() {
 func (r *rig) close() error {
 	r.reset()
 	if r.dep != nil {
-		r.dep.close()
+		r.dep.Close()
 	}
 	os.RemoveAll(r.dir)
 	return r.owner.Close()

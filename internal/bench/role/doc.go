@@ -1,13 +1,13 @@
 // Package role is what ringfire-bench does when the bench re-executes it
 // as a child process of the deployed or rings section: a pinger that
 // times round trips, an echo that sends every record back, or a relay
-// that passes records on. The parent (package bench) says which in the
+// that passes records on. The parent (package deployed) says which in the
 // environment variable Env, as a Spec in JSON; the binary calls FromEnv
 // before anything else and runs the role instead of the command.
 //
 // # The protocol, on the role's stdin and stdout
 //
-//	parent (bench, via proc)                  child (this package)
+//	parent (deployed, via proc)               child (this package)
 //	  Start with Env = Spec ───────────────▶  create its rings or socket
 //	  Expect LineReady        ◀────────────── "ready"
 //	  (start ringfire serve, mirror, run)      open what it reads once a

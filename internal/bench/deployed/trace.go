@@ -1,4 +1,4 @@
-package bench
+package deployed
 
 import (
 	"bufio"
@@ -49,7 +49,7 @@ var traceChain = roundTripChain(traceProc{"serve-A", "serve A"}, traceProc{"mirr
 func readStamps(dir, prefix string) (map[string]map[uint64]int64, error) {
 	files, err := filepath.Glob(filepath.Join(dir, prefix+"-*.trace"))
 	if err != nil || len(files) != 1 {
-		return nil, fmt.Errorf("bench: trace of %s: %d files (%v)", prefix, len(files), err)
+		return nil, fmt.Errorf("deployed: trace of %s: %d files (%v)", prefix, len(files), err)
 	}
 	f, err := os.Open(files[0])
 	if err != nil {

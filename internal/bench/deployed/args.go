@@ -1,4 +1,4 @@
-package bench
+package deployed
 
 import (
 	"bufio"
@@ -37,12 +37,12 @@ func transportArgs(tr string, h hop) []string {
 	return nil
 }
 
-func multicast(tr string) bool { return strings.HasSuffix(tr, "-multicast") }
+func Multicast(tr string) bool { return strings.HasSuffix(tr, "-multicast") }
 
 // serveArgs is the ringfire serve command line of hop h.
 func serveArgs(ringfire string, h hop, tr, wait string) []string {
 	args := []string{ringfire, "serve", h.ring, "--bind", h.bind().String(), "--iface", h.src.String()}
-	if multicast(tr) {
+	if Multicast(tr) {
 		g := netip.AddrPortFrom(netip.AddrFrom4([4]byte{239, 255, 7, byte(1 + h.dir)}), uint16(7501+2*h.dir))
 		args = append(args, "--multicast", g.String())
 	} else {
@@ -56,7 +56,7 @@ func serveArgs(ringfire string, h hop, tr, wait string) []string {
 func mirrorArgs(ringfire string, h hop, tr, wait string) []string {
 	args := []string{ringfire, "mirror", h.bind().String(), h.copy, "--from", "oldest",
 		"--iface", h.dst.String(), "--reconnect-ms", "50"}
-	if !multicast(tr) {
+	if !Multicast(tr) {
 		args = append(args, "--unicast")
 	}
 	args = append(args, transportArgs(tr, h)...)
@@ -96,7 +96,7 @@ const buildWait = 5 * time.Minute
 func findRingfire(path, self string) (bin, built string, err error) {
 	if path != "" {
 		if _, err := os.Stat(path); err != nil {
-			return "", "", fmt.Errorf("bench: --ringfire: %w", err)
+			return "", "", fmt.Errorf("deployed: --ringfire: %w", err)
 		}
 		return path, "", nil
 	}
@@ -113,7 +113,7 @@ func findRingfire(path, self string) (bin, built string, err error) {
 	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/ringfire/ringfire/cmd/ringfire").CombinedOutput()
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", "", fmt.Errorf("bench: building ringfire (or pass --ringfire PATH): %w: %s", err, strings.TrimSpace(string(out)))
+		return "", "", fmt.Errorf("deployed: building ringfire (or pass --ringfire PATH): %w: %s", err, strings.TrimSpace(string(out)))
 	}
 	return bin, dir, nil
 }

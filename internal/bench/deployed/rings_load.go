@@ -1,4 +1,4 @@
-package bench
+package deployed
 
 import (
 	"errors"
@@ -31,7 +31,7 @@ func ringsLoadCapacity(n int) uint64 {
 // ringsLoad is the zero-loss phase: this process writes the source rings,
 // run 1 serves them, run 2 mirrors them.
 type ringsLoad struct {
-	r            *rig
+	b            *Bench
 	h            ringsHop
 	ws           []*shm.Writer
 	copies       []*shm.Ring // the mirror rings, for their write_seq
@@ -45,9 +45,9 @@ type ringsLoad struct {
 // record at every mirror, no gap and no NAK: the stress section's method
 // (each rate of cfg.Rates for cfg.Stress, up to the second rate in a row
 // that loses), the rate split evenly among the rings.
-func (r *rig) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait string) ([]report.RingsStep, report.ZeroLoss, error) {
+func (b *Bench) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait string) ([]report.RingsStep, report.ZeroLoss, error) {
 	p := d.pair
-	ld := &ringsLoad{r: r, rec: make([]byte, cfg.Record),
+	ld := &ringsLoad{b: b, rec: make([]byte, cfg.Record),
 		h: ringsHop{prefix: "L", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsL, wait: wait, n: n}}
 	defer ld.close()
 	for i := range n {
@@ -101,7 +101,7 @@ func (ld *ringsLoad) close() {
 // push writes the next record of ring i, stamped now.
 func (ld *ringsLoad) push(i int) error {
 	w := ld.ws[i]
-	synth.Fill(ld.rec, w.Next(), ld.r.stamp())
+	synth.Fill(ld.rec, w.Next(), ld.b.stamp())
 	_, err := w.Push(ld.rec)
 	return err
 }
@@ -151,7 +151,7 @@ func (ld *ringsLoad) live() error {
 		}
 		return false
 	}) != nil {
-		return fmt.Errorf("bench: %d of %d mirrors received no datagram within %v", waiting, len(ld.ws), readyWait)
+		return fmt.Errorf("deployed: %d of %d mirrors received no datagram within %v", waiting, len(ld.ws), readyWait)
 	}
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package bench
+package deployed
 
 import (
 	"bufio"
@@ -205,10 +205,10 @@ func (rr *ringsRun) ready() error {
 func (rr *ringsRun) scrape() (map[string]float64, error) {
 	code, body, err := httpIn(rr.ns, rr.metrics, "/metrics")
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("bench: %s /metrics: %w", rr.p.Role(), err), rr.p.Alive())
+		return nil, errors.Join(fmt.Errorf("deployed: %s /metrics: %w", rr.p.Role(), err), rr.p.Alive())
 	}
 	if code != http.StatusOK {
-		return nil, fmt.Errorf("bench: %s /metrics: status %d", rr.p.Role(), code)
+		return nil, fmt.Errorf("deployed: %s /metrics: status %d", rr.p.Role(), code)
 	}
 	return parseMetrics(string(body)), nil
 }
@@ -269,7 +269,7 @@ func sumSeries(m map[string]float64, name string, rings []string) (uint64, error
 	for _, r := range rings {
 		v, ok := m[series(name, r)]
 		if !ok {
-			return 0, fmt.Errorf("bench: no series %s", series(name, r))
+			return 0, fmt.Errorf("deployed: no series %s", series(name, r))
 		}
 		sum += v
 	}

@@ -1,4 +1,4 @@
-package bench
+package deployed
 
 import (
 	"fmt"
@@ -32,19 +32,20 @@ var RelayProcs = []int{6, 4}
 // (the pinger is 0, and the last hop ends at it).
 var relayChains = map[int][]int{6: {0, 1, 2, 3, 4, 5}, 4: {0, 1, 2, 3, 2, 1}}
 
-// relayWaits are the waits a relay is measured in: the polling ones (a
+// RelayWaits are the waits a relay is measured in: the polling ones (a
 // relay's processes poll whatever their wait; sleeping ones would be
 // measured against a floor they do not have).
-var relayWaits = []string{"yield", "spin"}
+var RelayWaits = []string{"yield", "spin"}
 
-// deployedRelay measures the relay of n processes (relayChains), each
+// Relay measures the relay of n processes (relayChains), each
 // waiting on its rings as wait says.
-func (r *rig) deployedRelay(cfg *Config, n int, wait string) (report.Deployed, error) {
+func (b *Bench) Relay(n int, wait string) (report.Deployed, error) {
+	cfg := &b.cfg
 	chain, ok := relayChains[n]
 	if !ok {
-		return report.Deployed{}, fmt.Errorf("bench: no relay of %d processes", n)
+		return report.Deployed{}, fmt.Errorf("deployed: no relay of %d processes", n)
 	}
-	d, dir, err := r.deployedDir(cfg, "relay-")
+	d, dir, err := b.deployedDir("relay-")
 	if err != nil {
 		return report.Deployed{}, err
 	}

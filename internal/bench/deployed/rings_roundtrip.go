@@ -1,60 +1,29 @@
-package bench
+package deployed
 
 import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
 	"os"
-	"slices"
 
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/bench/role"
 )
 
-// ringCounts are cfg's ring counts with one ring alone first, which the
-// others are compared with.
-func ringCounts(cfg *Config) []int {
-	ns := []int{1}
-	for _, n := range cfg.Rings {
-		if !slices.Contains(ns, n) {
-			ns = append(ns, n)
-		}
-	}
-	return ns
-}
-
-// planRings lists the rings measurements: every ring count in each wait
-// mode, one ring alone first.
-func planRings(cfg *Config, rep *report.Report) []step {
-	var steps []step
-	rep.Machine.Network += "; rings: the deployed section's two namespaces and two veth pairs, one ringfire run in each"
-	for _, w := range cfg.RingsWaits {
-		for _, n := range ringCounts(cfg) {
-			steps = append(steps, step{fmt.Sprintf("rings %d wait %s", n, w), func(r *rig) error {
-				x, err := r.rings(cfg, n, w)
-				if err == nil {
-					rep.Rings = append(rep.Rings, x)
-				}
-				return err
-			}})
-		}
-	}
-	return steps
-}
-
-// rings measures n rings in wait mode wait: the zero-loss phase, then the
+// Rings measures n rings in wait mode wait: the zero-loss phase, then the
 // round trips.
-func (r *rig) rings(cfg *Config, n int, wait string) (report.Rings, error) {
+func (b *Bench) Rings(n int, wait string) (report.Rings, error) {
+	cfg := &b.cfg
 	if n < 1 || n > MaxRings {
-		return report.Rings{}, fmt.Errorf("bench: %d rings: want 1..%d", n, MaxRings)
+		return report.Rings{}, fmt.Errorf("deployed: %d rings: want 1..%d", n, MaxRings)
 	}
-	d, dir, err := r.deployedDir(cfg, fmt.Sprintf("rings-%d-", n))
+	d, dir, err := b.deployedDir(fmt.Sprintf("rings-%d-", n))
 	if err != nil {
 		return report.Rings{}, err
 	}
 	defer os.RemoveAll(dir)
 	res := report.Rings{Rings: n, Transport: RingsTransport, Wait: wait}
-	if res.Sweep, res.ZeroLoss, err = r.ringsZeroLoss(cfg, d, dir, n, wait); err != nil {
+	if res.Sweep, res.ZeroLoss, err = b.ringsZeroLoss(cfg, d, dir, n, wait); err != nil {
 		return res, fmt.Errorf("zero-loss: %w", err)
 	}
 	if err := ringsRoundTrip(cfg, d, dir, n, wait, &res); err != nil {
@@ -89,10 +58,10 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 		}
 		var got role.RingsResult
 		if err := json.Unmarshal([]byte(line), &got); err != nil {
-			return fmt.Errorf("bench: pinger result %q: %w", line, err)
+			return fmt.Errorf("deployed: pinger result %q: %w", line, err)
 		}
 		if len(got.PerRing) != n {
-			return fmt.Errorf("bench: pinger reported %d rings, want %d", len(got.PerRing), n)
+			return fmt.Errorf("deployed: pinger reported %d rings, want %d", len(got.PerRing), n)
 		}
 		*rt = report.RingsRoundTrip{PerRing: got.PerRing, Lat: got.All, Measured: report.Duration(wall), CPU: cpu}
 	}

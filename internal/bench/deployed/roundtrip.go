@@ -1,4 +1,4 @@
-package bench
+package deployed
 
 import (
 	"encoding/json"
@@ -16,9 +16,9 @@ import (
 	"github.com/ringfire/ringfire/internal/trace"
 )
 
-// DeployedTransports are the transports the deployed section measures:
+// Transports are the transports the deployed section measures:
 // all four ringfire processes get the transport's flags.
-var DeployedTransports = []string{"udp-unicast", "udp-multicast", "xdp-unicast", "xdp-multicast"}
+var Transports = []string{"udp-unicast", "udp-multicast", "xdp-unicast", "xdp-multicast"}
 
 // DefaultWaits are the wait modes the deployed section measures by
 // default. "default" passes no flag to serve and mirror, "spin" passes
@@ -42,19 +42,19 @@ type deployedNet struct {
 	built    string // temporary directory of a ringfire built here
 }
 
-func (r *rig) deployedNet(cfg *Config) (*deployedNet, error) {
-	if r.dep != nil {
-		return r.dep, nil
+func (b *Bench) deployedNet() (*deployedNet, error) {
+	if b.net != nil {
+		return b.net, nil
 	}
 	d := &deployedNet{}
 	var err error
 	if d.self, err = os.Executable(); err != nil {
 		return nil, err
 	}
-	if d.ringfire, d.built, err = findRingfire(cfg.Ringfire, d.self); err != nil {
+	if d.ringfire, d.built, err = findRingfire(b.cfg.Ringfire, d.self); err != nil {
 		return nil, err
 	}
-	if d.pair, err = r.owner.NewPair(); err != nil {
+	if d.pair, err = b.owner.NewPair(); err != nil {
 		d.close()
 		return nil, err
 	}
@@ -63,19 +63,19 @@ func (r *rig) deployedNet(cfg *Config) (*deployedNet, error) {
 		return nil, err
 	}
 	d.n1, d.n2 = proc.NewLauncher(d.pair.A), proc.NewLauncher(d.pair.B)
-	r.dep = d
+	b.net = d
 	return d, nil
 }
 
 // deployedDir is the deployed topology (made at its first use) and a new
 // directory for one measurement's rings, named with prefix, which the
 // caller removes.
-func (r *rig) deployedDir(cfg *Config, prefix string) (*deployedNet, string, error) {
-	d, err := r.deployedNet(cfg)
+func (b *Bench) deployedDir(prefix string) (*deployedNet, string, error) {
+	d, err := b.deployedNet()
 	if err != nil {
 		return nil, "", err
 	}
-	dir, err := os.MkdirTemp(r.dir, prefix)
+	dir, err := os.MkdirTemp(b.dir, prefix)
 	if err != nil {
 		return nil, "", err
 	}
@@ -147,13 +147,14 @@ func (ps procSet) stopAll() error {
 	return errors.Join(errs...)
 }
 
-// deployed measures the ring-to-ring round trip over tr with wait mode
+// RoundTrip measures the ring-to-ring round trip over tr with wait mode
 // wait, every endpoint its own process: pinger → A → serve (N1) → mirror
 // (N2) → A' → echo → B → serve (N2) → mirror (N1) → B' → pinger. A loop's
 // wait name (loop-yield) runs four processes instead: the serve and the
-// mirror of each host are one ringfire run on one Loop (deployed_loop.go).
-func (r *rig) deployed(cfg *Config, tr, wait string) (report.Deployed, error) {
-	d, dir, err := r.deployedDir(cfg, "deployed-")
+// mirror of each host are one ringfire run on one Loop (loop.go).
+func (b *Bench) RoundTrip(tr, wait string) (report.Deployed, error) {
+	cfg := &b.cfg
+	d, dir, err := b.deployedDir("deployed-")
 	if err != nil {
 		return report.Deployed{}, err
 	}
@@ -250,21 +251,22 @@ func (ps *procSet) serve(d *deployedNet, h hop, tr, wait, role string) error {
 	}
 }
 
-// deployedDatagram measures one datagram from N1 to an echo process in
+// Datagram measures one datagram from N1 to an echo process in
 // N2 and back over veth0, both processes waiting in style.
-func (r *rig) deployedDatagram(cfg *Config, style string) (report.Deployed, error) {
-	d, err := r.deployedNet(cfg)
+func (b *Bench) Datagram(style string) (report.Deployed, error) {
+	cfg := &b.cfg
+	d, err := b.deployedNet()
 	if err != nil {
 		return report.Deployed{}, err
 	}
-	a := netip.AddrPortFrom(d.pair.AAddr, 7701).String()
-	b := netip.AddrPortFrom(d.pair.BAddr, 7701).String()
+	onA := netip.AddrPortFrom(d.pair.AAddr, 7701).String()
+	onB := netip.AddrPortFrom(d.pair.BAddr, 7701).String()
 	var ps procSet
 	defer func() { ps.stopAll() }() // ps as it is at return
 	spec := role.Spec{Wait: style, Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples, Limit: report.Duration(cfg.DeployedFor)}
 	ping, echo := spec, spec
-	ping.Role, ping.Local, ping.Peer = role.DgramPinger, a, b
-	echo.Role, echo.Local, echo.Peer = role.DgramEcho, b, a
+	ping.Role, ping.Local, ping.Peer = role.DgramPinger, onA, onB
+	echo.Role, echo.Local, echo.Peer = role.DgramEcho, onB, onA
 	if _, err := ps.roleReady(d, d.n2, "echo", echo); err != nil {
 		return report.Deployed{}, err
 	}
@@ -286,7 +288,7 @@ func (ps procSet) measure(pinger *proc.Proc, cfg *Config) (report.Deployed, erro
 	}
 	res := report.Deployed{Measured: report.Duration(wall), CPU: cpu, Hiccups: hic}
 	if err := json.Unmarshal([]byte(line), &res.Lat); err != nil {
-		return report.Deployed{}, fmt.Errorf("bench: pinger result %q: %w", line, err)
+		return report.Deployed{}, fmt.Errorf("deployed: pinger result %q: %w", line, err)
 	}
 	return res, nil
 }
@@ -335,7 +337,7 @@ func (ps procSet) cpuTimes() ([]time.Duration, error) {
 	for i, p := range ps {
 		t, err := proc.CPUTime(p.Pid())
 		if err != nil {
-			return nil, errors.Join(fmt.Errorf("bench: CPU time of %s: %w", p.Role(), err), p.Alive())
+			return nil, errors.Join(fmt.Errorf("deployed: CPU time of %s: %w", p.Role(), err), p.Alive())
 		}
 		ts[i] = t
 	}
