@@ -1,11 +1,15 @@
 // Command ringfire-bench measures every ringfire datagram transport side by
-// side in two network namespaces it creates (root is needed). It is a
-// command of its own so that the ringfire binary links neither the
-// harness nor package testing (which internal/netns needs).
+// side in two network namespaces it creates (root is needed), and writes
+// the report as tables, bench.json, SVG charts and the page
+// docs/benchmarks.md; --render writes them again from a bench.json,
+// measuring nothing. It is a command of its own so that the ringfire
+// binary links neither the harness nor package testing (which
+// internal/netns needs).
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -121,6 +125,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("--markdown: needs --out, the directory of the charts it links")
 	}
 	if f.render != "" {
+		if err := renderFlags(fs); err != nil {
+			return err
+		}
 		return renderOnly(f, stdout)
 	}
 	cfg, err := f.config(stderr)
@@ -233,6 +240,22 @@ func writeBench(rep *report.Report, f benchFlags, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(wrote, ", "))
 	return nil
+}
+
+// renderFlags refuses, with --render, a flag that only a measurement
+// takes: it would be ignored.
+func renderFlags(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "render", "out", "markdown", "json":
+		default:
+			if err == nil {
+				err = usagef("--%s: --render measures nothing (it takes --out, --markdown and --json)", fl.Name)
+			}
+		}
+	})
+	return err
 }
 
 // renderOnly is --render: the report in f.render written again as

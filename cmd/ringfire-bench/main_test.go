@@ -216,6 +216,7 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--markdown", "page.md"}, "--markdown"},
 		{[]string{"--render", "no/such/bench.json"}, "--render"},
+		{[]string{"--render", "bench.json", "--sections", "stress"}, "--sections: --render measures nothing"},
 	} {
 		var so, se bytes.Buffer
 		err := run(context.Background(), c.args, &so, &se)
