@@ -50,11 +50,14 @@ fuzz: deps-test
 	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 # Every transport side by side in two namespaces (root): tables on the
-# terminal; JSON, markdown and SVG charts in docs/bench (shown by
-# docs/benchmarks.md and README.md). Then the ring's own microbenchmarks.
+# terminal; the JSON report and SVG charts in docs/bench, and the page
+# docs/benchmarks.md rendered from them (ringfire-bench --render
+# docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md
+# renders it again without measuring). Then the ring's own
+# microbenchmarks.
 BENCH_FLAGS ?=
 bench: build
-	$(BIN)/ringfire-bench --out docs/bench $(BENCH_FLAGS)
+	$(BIN)/ringfire-bench --out docs/bench --markdown docs/benchmarks.md $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./shm
 
 clean:

@@ -1,11 +1,15 @@
 // Command ringfire-bench measures every ringfire datagram transport side by
-// side in two network namespaces it creates (root is needed). It is a
-// command of its own so that the ringfire binary links neither the
-// harness nor package testing (which internal/netns needs).
+// side in two network namespaces it creates (root is needed), and writes
+// the report as tables, bench.json, SVG charts and the page
+// docs/benchmarks.md; --render writes them again from a bench.json,
+// measuring nothing. It is a command of its own so that the ringfire
+// binary links neither the harness nor package testing (which
+// internal/netns needs).
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +21,9 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/bench/deployed"
+	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/cli"
 )
 
@@ -30,11 +37,11 @@ func main() {
 // runRole runs, and exits with, the hidden role (pinger or echo of the
 // deployed section) this process was started for, if any.
 func runRole() {
-	role, ok := bench.Role()
+	run, ok := role.FromEnv()
 	if !ok {
 		return
 	}
-	if err := role(os.Stdin, os.Stdout); err != nil {
+	if err := run(os.Stdin, os.Stdout); err != nil {
 		fmt.Fprintf(os.Stderr, "%s role: %v\n", name, err)
 		os.Exit(1)
 	}
@@ -64,8 +71,12 @@ mirror of each host in one ringfire run on one loop), and 1, 4 and 16
 rings served and mirrored by one ringfire run process per side over AF_XDP:
 their aggregate zero-loss rate and each ring's round trip against one ring
 alone (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
---samples, --deployed-for). It prints tables; --out writes bench.json,
-bench.md and the charts latency.svg and throughput.svg into a directory.
+--samples, --deployed-for). It prints tables; --out writes bench.json and
+the charts latency.svg and throughput.svg into a directory, --markdown the
+page docs/benchmarks.md (method, machine, one table per measurement, the
+floors; make bench passes both). --render FILE measures nothing: it reads
+a bench.json and writes the same tables, charts and page from it, e.g.
+  ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md
 Benchmarks report; they never fail on a time.`
 
 type benchFlags struct {
@@ -75,7 +86,7 @@ type benchFlags struct {
 	rings, ringsWaits                   string
 	record, warmUp, samples             int
 	pingpong, stress, stages, deployed  time.Duration
-	out, cpuProfile                     string
+	out, markdown, render, cpuProfile   string
 	json, quick, trace                  bool
 }
 
@@ -92,21 +103,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.pingpong, "pingpong", 2*time.Second, "closed loop `duration` per transport")
 	fs.DurationVar(&f.stress, "stress", time.Second, "open loop `duration` per rate")
 	fs.DurationVar(&f.stages, "stages", time.Second, "`duration` of each stage and fan-out measurement")
-	fs.StringVar(&f.waits, "waits", strings.Join(bench.DefaultWaits, ","),
+	fs.StringVar(&f.waits, "waits", strings.Join(deployed.DefaultWaits, ","),
 		"deployed and the zero-loss sweep: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X, loop-X: one ringfire run per host, its serve and mirror on one loop waiting as X, deployed unicast only)")
 	fs.IntVar(&f.warmUp, "warmup", 10_000, "deployed: warm-up round trips per measurement")
 	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
 	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")
 	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
 	fs.StringVar(&f.rings, "rings", joinInts(bench.DefaultRings), "rings: ring `counts` served and mirrored by one ringfire run per side (one ring alone is always measured)")
-	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(bench.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
-	fs.StringVar(&f.out, "out", "", "write bench.json, bench.md and the SVG charts into `dir`")
+	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(deployed.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
+	fs.StringVar(&f.out, "out", "", "write bench.json and the SVG charts into `dir`")
+	fs.StringVar(&f.markdown, "markdown", "", "write the page of the results (docs/benchmarks.md) to `file`, its charts linked relative to it in --out")
+	fs.StringVar(&f.render, "render", "", "measure nothing: render the report in `file` (a bench.json) as tables, charts (--out) and page (--markdown)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")
 	fs.BoolVar(&f.trace, "trace", false, "deployed: every process stamps the records; report the round trip hop by hop")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but deployed runs in it) to `file`")
 	if _, err := cli.ParseArgs(name, fs, args, 0); err != nil {
 		return cli.HelpOr(err)
+	}
+	if f.markdown != "" && f.out == "" {
+		return usagef("--markdown: needs --out, the directory of the charts it links")
+	}
+	if f.render != "" {
+		if err := renderFlags(fs); err != nil {
+			return err
+		}
+		return renderOnly(f, stdout)
 	}
 	cfg, err := f.config(stderr)
 	if err != nil {
@@ -146,8 +168,8 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	if cfg.Rings, err = parseInts("--rings", f.rings); err != nil {
 		return cfg, err
 	}
-	if slices.Max(cfg.Rings) > bench.MaxRings {
-		return cfg, usagef("--rings %q: at most %d rings", f.rings, bench.MaxRings)
+	if slices.Max(cfg.Rings) > deployed.MaxRings {
+		return cfg, usagef("--rings %q: at most %d rings", f.rings, deployed.MaxRings)
 	}
 	cfg.Transports = strings.Split(f.transports, ",")
 	for _, t := range cfg.Transports {
@@ -181,7 +203,7 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	return cfg, nil
 }
 
-func writeBench(rep *bench.Report, f benchFlags, stdout io.Writer) error {
+func writeBench(rep *report.Report, f benchFlags, stdout io.Writer) error {
 	if f.json {
 		if err := rep.WriteJSON(stdout); err != nil {
 			return err
@@ -198,16 +220,57 @@ func writeBench(rep *bench.Report, f benchFlags, stdout io.Writer) error {
 	if _, err := rep.WriteSVG(f.out); err != nil {
 		return err
 	}
-	for name, write := range map[string]func(io.Writer) error{
-		"bench.json": rep.WriteJSON,
-		"bench.md":   func(w io.Writer) error { return rep.WriteMarkdown(w, ".") },
-	} {
-		if err := writeFile(filepath.Join(f.out, name), write); err != nil {
+	wrote := []string{filepath.Join(f.out, "latency.svg"), filepath.Join(f.out, "throughput.svg")}
+	if f.render == "" { // a rendered report's JSON is where it came from
+		path := filepath.Join(f.out, "bench.json")
+		if err := writeFile(path, rep.WriteJSON); err != nil {
 			return err
 		}
+		wrote = append(wrote, path)
 	}
-	fmt.Fprintf(stdout, "wrote %s/{bench.json,bench.md,latency.svg,throughput.svg}\n", f.out)
+	if f.markdown != "" {
+		rel, err := filepath.Rel(filepath.Dir(f.markdown), f.out)
+		if err != nil {
+			return fmt.Errorf("--markdown: %w", err)
+		}
+		if err := writeFile(f.markdown, func(w io.Writer) error { return rep.WriteMarkdown(w, filepath.ToSlash(rel)) }); err != nil {
+			return err
+		}
+		wrote = append(wrote, f.markdown)
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", strings.Join(wrote, ", "))
 	return nil
+}
+
+// renderFlags refuses, with --render, a flag that only a measurement
+// takes: it would be ignored.
+func renderFlags(fs *flag.FlagSet) error {
+	var err error
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "render", "out", "markdown", "json":
+		default:
+			if err == nil {
+				err = usagef("--%s: --render measures nothing (it takes --out, --markdown and --json)", fl.Name)
+			}
+		}
+	})
+	return err
+}
+
+// renderOnly is --render: the report in f.render written again as
+// tables, charts and page, nothing measured.
+func renderOnly(f benchFlags, stdout io.Writer) error {
+	fh, err := os.Open(f.render)
+	if err != nil {
+		return usagef("--render: %v", err)
+	}
+	defer fh.Close()
+	rep, err := report.ReadJSON(fh)
+	if err != nil {
+		return usagef("--render %s: %v", f.render, err)
+	}
+	return writeBench(rep, f, stdout)
 }
 
 func writeFile(path string, write func(io.Writer) error) error {

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringfire/ringfire/internal/bench"
+	"github.com/ringfire/ringfire/internal/bench/deployed"
+	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/cli"
 	"github.com/ringfire/ringfire/internal/netns"
 )
@@ -40,9 +42,9 @@ func TestBenchDeployedSmoke(t *testing.T) {
 	rep := readReport(t, out)
 	// The relays: spin and yield (loop-yield's mode; default sleeps, and
 	// has none), six processes and a loop's four each.
-	if len(rep.Deployed) != 6 || len(rep.DeployedDatagram) != len(bench.DatagramStyles) || len(rep.DeployedRelay) != 2*len(bench.RelayProcs) {
+	if len(rep.Deployed) != 6 || len(rep.DeployedDatagram) != len(role.DatagramStyles) || len(rep.DeployedRelay) != 2*len(deployed.RelayProcs) {
 		t.Fatalf("%d deployed, %d datagram, %d relay measurements; want 6, %d and %d",
-			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(bench.DatagramStyles), 2*len(bench.RelayProcs))
+			len(rep.Deployed), len(rep.DeployedDatagram), len(rep.DeployedRelay), len(role.DatagramStyles), 2*len(deployed.RelayProcs))
 	}
 	for _, d := range rep.Deployed {
 		if d.Wait == "loop-yield" {
@@ -69,7 +71,7 @@ func TestBenchDeployedSmoke(t *testing.T) {
 // checkDeployed asserts that d took its 200 samples and that every one of
 // its processes (roles, in any order) reported the CPU it used, each a
 // process of its own.
-func checkDeployed(t *testing.T, d bench.Deployed, roles ...string) {
+func checkDeployed(t *testing.T, d report.Deployed, roles ...string) {
 	t.Helper()
 	if d.Lat.Samples != 200 || d.Lat.P50 <= 0 || d.Lat.Max < d.Lat.P50 || d.Measured <= 0 {
 		t.Errorf("%s %s: %+v over %v", d.Transport, d.Wait, d.Lat, time.Duration(d.Measured))
@@ -123,8 +125,8 @@ func TestBenchSmoke(t *testing.T) {
 	for _, name := range []string{"latency.svg", "throughput.svg"} {
 		wellFormed(t, filepath.Join(out, name))
 	}
-	md, _ := os.ReadFile(filepath.Join(out, "bench.md"))
-	wantContains(t, "bench.md", string(md), "latency.svg", "throughput.svg")
+	md, _ := os.ReadFile(filepath.Join(out, "benchmarks.md"))
+	wantContains(t, "benchmarks.md", string(md), "](latency.svg)", "](throughput.svg)", "## Ping-pong", "## Floors")
 }
 
 // The zero-loss sweep over TCP alone waits for its mirror's records, not
@@ -144,7 +146,7 @@ func TestBenchZeroLossTCP(t *testing.T) {
 	}
 }
 
-// runBench runs the bench with args and --out, bounded by d, fails the
+// runBench runs the bench with args, --out and --markdown, bounded by d, fails the
 // test on an error and returns the output directory and what it printed.
 func runBench(t *testing.T, d time.Duration, args ...string) (out, stdout string) {
 	t.Helper()
@@ -153,7 +155,7 @@ func runBench(t *testing.T, d time.Duration, args ...string) (out, stdout string
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var so, se bytes.Buffer
-	if err := run(ctx, append(args, "--out", out), &so, &se); err != nil {
+	if err := run(ctx, append(args, "--out", out, "--markdown", filepath.Join(out, "benchmarks.md")), &so, &se); err != nil {
 		t.Fatalf("bench: %v\n%s", err, &se)
 	}
 	return out, so.String()
@@ -161,9 +163,9 @@ func runBench(t *testing.T, d time.Duration, args ...string) (out, stdout string
 
 // readReport reads the bench.json of a run into dir and fails the test
 // if any measurement failed.
-func readReport(t *testing.T, dir string) bench.Report {
+func readReport(t *testing.T, dir string) report.Report {
 	t.Helper()
-	var rep bench.Report
+	var rep report.Report
 	b, err := os.ReadFile(filepath.Join(dir, "bench.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -212,6 +214,9 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--rings", "1,51"}, "at most 50 rings"},
 		{[]string{"--rings-waits", ","}, "--rings-waits"},
 		{[]string{"extra"}, "unexpected argument"},
+		{[]string{"--markdown", "page.md"}, "--markdown"},
+		{[]string{"--render", "no/such/bench.json"}, "--render"},
+		{[]string{"--render", "bench.json", "--sections", "stress"}, "--sections: --render measures nothing"},
 	} {
 		var so, se bytes.Buffer
 		err := run(context.Background(), c.args, &so, &se)
@@ -237,7 +242,8 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
-		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire", "--rings", "--rings-waits")
+		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire", "--rings", "--rings-waits",
+		"--markdown", "--render", "ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md")
 }
 
 // The product binary links neither the harness nor package testing.
@@ -247,8 +253,38 @@ func TestRingfireLinksNoTesting(t *testing.T) {
 		t.Fatalf("go list -deps ./cmd/ringfire: %v", err)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if p == "testing" || strings.HasSuffix(p, "/internal/bench") || strings.HasSuffix(p, "/internal/netns") {
+		if p == "testing" || strings.Contains(p, "/internal/bench") || strings.HasSuffix(p, "/internal/netns") {
 			t.Errorf("cmd/ringfire depends on %s", p)
 		}
+	}
+}
+
+// --render measures nothing (no root, no namespace): from the committed
+// bench.json it writes the charts and the very page committed in docs/,
+// its charts linked relative to it, and leaves the JSON where it was.
+func TestRenderCommitted(t *testing.T) {
+	docs := filepath.Join(t.TempDir(), "docs")
+	out, md := filepath.Join(docs, "bench"), filepath.Join(docs, "benchmarks.md")
+	var so, se bytes.Buffer
+	if err := run(context.Background(), []string{"--render", "../../docs/bench/bench.json", "--out", out, "--markdown", md}, &so, &se); err != nil {
+		t.Fatalf("render: %v\n%s", err, &se)
+	}
+	wantContains(t, "render output", so.String(), "ping-pong round trip", "wrote ")
+	for _, name := range []string{"latency.svg", "throughput.svg"} {
+		wellFormed(t, filepath.Join(out, name))
+	}
+	if _, err := os.Stat(filepath.Join(out, "bench.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("render wrote a bench.json (%v)", err)
+	}
+	got, err := os.ReadFile(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../docs/benchmarks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("rendered page differs from docs/benchmarks.md (%d against %d bytes)", len(got), len(want))
 	}
 }

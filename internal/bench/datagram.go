@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/replica/auth"
@@ -26,17 +28,17 @@ func datagramPath(tr string) string {
 // and back, through the transport alone (no ring, no protocol): what the
 // transport contributes to a replication hop. Both ends block in
 // RecvBatch.
-func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, error) {
+func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (report.Latency, error) {
 	defer r.reset()
 	p := r.pair
 	base, keyMode := splitKey(tr)
 	a, err := r.openDatagram(base, p.A, p.AAddr)
 	if err != nil {
-		return Latency{}, err
+		return report.Latency{}, err
 	}
 	b, err := r.openDatagram(base, p.B, p.BAddr)
 	if err != nil {
-		return Latency{}, err
+		return report.Latency{}, err
 	}
 	ab, ba := newSealPairs(keyMode) // with a key mode, each end seals what it sends and opens what it gets
 	stop := make(chan struct{})
@@ -71,20 +73,20 @@ func (r *rig) datagramRoundTrip(tr string, size int, d time.Duration) (Latency, 
 		}
 		return 0, fmt.Errorf("bench: no echo over %s within 1 s", tr)
 	}
-	h := newHist()
+	h := hist.New()
 	var end time.Time
 	for i := 0; end.IsZero() || time.Now().Before(end); i++ {
 		v, err := rt()
 		if err != nil {
-			return Latency{}, err
+			return report.Latency{}, err
 		}
 		if i == 200 { // warmed up: next hops, caches
 			end = time.Now().Add(d)
 		} else if i > 200 {
-			h.record(v)
+			h.Record(v)
 		}
 	}
-	return Latency{Name: tr, Lat: h.percentiles()}, nil
+	return report.Latency{Name: tr, Lat: h.Percentiles()}, nil
 }
 
 // echo sends every datagram t receives back to its sender until stop

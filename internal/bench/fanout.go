@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
@@ -19,33 +20,33 @@ var FanoutTransports = []string{"udp-unicast", "udp-multicast", "afpacket-unicas
 // its own (n+1 namespaces on a bridge): the push-to-read latency at each
 // mirror, and the producer's Push cost with the mirrors attached against a
 // ring nobody serves.
-func (r *rig) fanout(tr string, n, size int, d time.Duration) (Fanout, error) {
+func (r *rig) fanout(tr string, n, size int, d time.Duration) (report.Fanout, error) {
 	defer r.reset()
 	var hosts netns.Owner
 	r.stops = append(r.stops, func() { hosts.Close() }) // runs last
 	lan, err := hosts.NewLAN(n + 1)
 	if err != nil {
-		return Fanout{}, err
+		return report.Fanout{}, err
 	}
 	src, err := r.newSource(lan.Hosts[0], lan.Addrs[0], "F", size, 1<<16, tr, 0, nil)
 	if err != nil {
-		return Fanout{}, err
+		return report.Fanout{}, err
 	}
 	readers := make([]*shm.Reader, n)
 	for i := range n {
 		m, err := r.newMirror(lan.Hosts[i+1], lan.Addrs[i+1], src, fmt.Sprintf("F-mirror-%d", i), tr, 0, nil)
 		if err != nil {
-			return Fanout{}, err
+			return report.Fanout{}, err
 		}
 		readers[i] = m.rd
 	}
 	hs, err := r.measure(src, readers, d, stageRate)
 	if err != nil {
-		return Fanout{}, err
+		return report.Fanout{}, err
 	}
-	f := Fanout{Transport: tr, Mirrors: n}
+	f := report.Fanout{Transport: tr, Mirrors: n}
 	for _, h := range hs {
-		f.PerMirror = append(f.PerMirror, h.percentiles())
+		f.PerMirror = append(f.PerMirror, h.Percentiles())
 	}
 	f.BaseNs, f.PushNs, err = r.pushCosts(src, size)
 	return f, err
@@ -98,7 +99,7 @@ func median(v []float64) float64 {
 
 // sendCost compares one sendmmsg to n destinations with n sendto calls
 // from host A to n UDP sockets on host B.
-func (r *rig) sendCost(n, size int, d time.Duration) (SendCost, error) {
+func (r *rig) sendCost(n, size int, d time.Duration) (report.SendCost, error) {
 	defer r.reset()
 	p := r.pair
 	dests := make([]netip.AddrPort, n)
@@ -108,7 +109,7 @@ func (r *rig) sendCost(n, size int, d time.Duration) (SendCost, error) {
 			c, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.BAddr, 0)))
 			return err
 		}); err != nil {
-			return SendCost{}, err
+			return report.SendCost{}, err
 		}
 		r.stops = append(r.stops, func() { c.Close() })
 		dests[i] = c.LocalAddr().(*net.UDPAddr).AddrPort()
@@ -122,7 +123,7 @@ func (r *rig) sendCost(n, size int, d time.Duration) (SendCost, error) {
 		one, err = net.ListenUDP("udp4", net.UDPAddrFromAddrPort(netip.AddrPortFrom(p.AAddr, 0)))
 		return err
 	}); err != nil {
-		return SendCost{}, err
+		return report.SendCost{}, err
 	}
 	r.stops = append(r.stops, func() { mm.Close(); one.Close() })
 	payload := make([]byte, size)
@@ -140,9 +141,9 @@ func (r *rig) sendCost(n, size int, d time.Duration) (SendCost, error) {
 		return nil
 	})
 	if batch.err != nil || each.err != nil {
-		return SendCost{}, fmt.Errorf("bench: send cost: %v, %v", batch.err, each.err)
+		return report.SendCost{}, fmt.Errorf("bench: send cost: %v, %v", batch.err, each.err)
 	}
-	return SendCost{Mirrors: n, SendmmsgNs: batch.ns / float64(n), SendtoNs: each.ns / float64(n)}, nil
+	return report.SendCost{Mirrors: n, SendmmsgNs: batch.ns / float64(n), SendtoNs: each.ns / float64(n)}, nil
 }
 
 type timing struct {

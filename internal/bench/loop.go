@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -127,22 +129,22 @@ func (l *loop) recv() (seq, ts uint64, ok bool, err error) {
 }
 
 // pingPong runs the closed loop for d and returns the round trips.
-func (r *rig) pingPong(tr string, size int, d time.Duration) (Latency, error) {
+func (r *rig) pingPong(tr string, size int, d time.Duration) (report.Latency, error) {
 	defer r.reset()
 	l, err := r.newLoop(tr, size)
 	if err != nil {
-		return Latency{}, err
+		return report.Latency{}, err
 	}
 	if err := l.warmUp(300 * time.Millisecond); err != nil {
-		return Latency{}, err
+		return report.Latency{}, err
 	}
-	h := newHist()
+	h := hist.New()
 	for end := time.Now().Add(d); time.Now().Before(end); {
 		rt, err := l.ping()
 		if err != nil {
-			return Latency{}, err
+			return report.Latency{}, err
 		}
-		h.record(rt)
+		h.Record(rt)
 	}
-	return Latency{Name: tr, Lat: h.percentiles()}, nil
+	return report.Latency{Name: tr, Lat: h.Percentiles()}, nil
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/deployed"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
@@ -33,7 +33,7 @@ type rig struct {
 	dir   string
 	base  time.Time // record stamps are nanoseconds since base
 	stops []func()
-	dep   *deployedNet // the deployed section's, made at its first measurement
+	dep   *deployed.Bench // the sections whose endpoints are processes, made by Run
 }
 
 func newRig() (*rig, error) {
@@ -68,7 +68,7 @@ func (r *rig) reset() {
 func (r *rig) close() error {
 	r.reset()
 	if r.dep != nil {
-		r.dep.close()
+		r.dep.Close()
 	}
 	os.RemoveAll(r.dir)
 	return r.owner.Close()
@@ -226,16 +226,4 @@ func openXDP(cfg transport.XDPConfig) (replica.Transport, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-// waitFor polls cond every millisecond until it holds or d passes.
-func waitFor(d time.Duration, what string, cond func() bool) error {
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return errors.New("bench: timed out waiting for " + what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return nil
 }

@@ -7,10 +7,11 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/deployed"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"golang.org/x/sys/unix"
 )
 
@@ -27,7 +28,7 @@ type Config struct {
 	Fanout     []int         // mirror counts (default DefaultFanout)
 	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings
 	Progress   io.Writer     // one line per measurement (default none)
-	// The deployed section: wait modes (default DefaultWaits), warm-up
+	// The deployed section: wait modes (default deployed.DefaultWaits), warm-up
 	// and timed round trips per measurement (default 10,000, at most
 	// 10 s, and 100,000, at most DeployedFor, default 1 min), the
 	// ringfire binary (default: next to this one, else built).
@@ -40,7 +41,7 @@ type Config struct {
 	Trace bool
 	// The rings section: ring counts (default DefaultRings; one ring alone is
 	// always measured) and the wait modes of the run processes' serves
-	// and mirrors (default DefaultRingsWaits). It takes WarmUp, Samples
+	// and mirrors (default deployed.DefaultRingsWaits). It takes WarmUp, Samples
 	// and DeployedFor for its round trips, Rates and Stress for its
 	// zero-loss sweep.
 	Rings      []int
@@ -48,7 +49,8 @@ type Config struct {
 }
 
 // DefaultRates is the default sweep, records/s: steps of 0.8 M above
-// 4.8 M, where AF_XDP on two cores finds its zero-loss limit.
+// 4.8 M, where AF_XDP on two cores finds its zero-loss limit (the
+// zero-loss table of ringfire-bench --sections stress).
 var DefaultRates = []int{200_000, 400_000, 600_000, 800_000, 1_200_000, 1_600_000, 2_400_000, 3_200_000, 4_800_000, 5_600_000, 6_400_000, 7_200_000}
 
 // DefaultStageRates are the producer's default rates while the stages are
@@ -97,7 +99,7 @@ func (c *Config) defaults() {
 		c.Progress = io.Discard
 	}
 	if len(c.Waits) == 0 {
-		c.Waits = DefaultWaits
+		c.Waits = deployed.DefaultWaits
 	}
 	c.WarmUp = cmpInt(c.WarmUp, 10_000)
 	c.Samples = cmpInt(c.Samples, 100_000)
@@ -106,7 +108,7 @@ func (c *Config) defaults() {
 		c.Rings = DefaultRings
 	}
 	if len(c.RingsWaits) == 0 {
-		c.RingsWaits = DefaultRingsWaits
+		c.RingsWaits = deployed.DefaultRingsWaits
 	}
 }
 
@@ -126,7 +128,7 @@ func cmp(d, def time.Duration) time.Duration {
 
 // Run measures, in one run on one veth pair between two namespaces it
 // creates and removes, what cfg asks for. It needs root.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	cfg.defaults()
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(procs, runtime.NumCPU())))
 	r, err := newRig()
@@ -134,7 +136,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	defer r.close()
-	rep := &Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
+	r.dep = deployed.New(&r.owner, r.dir, deployed.Config{Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples,
+		DeployedFor: cfg.DeployedFor, Ringfire: cfg.Ringfire, Trace: cfg.Trace, Rates: cfg.Rates, Stress: cfg.Stress})
+	rep := &report.Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
 	rep.Machine.Procs = runtime.GOMAXPROCS(0)
 	rep.Machine.Stall = measureStall(2 * cfg.Stages)
 	steps := plan(&cfg, rep)
@@ -148,168 +152,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			fmt.Fprintf(cfg.Progress, "bench: %s: %v\n", s.name, err)
 		}
 	}
-	rep.Elapsed = Duration(time.Since(rep.Started))
+	rep.Elapsed = report.Duration(time.Since(rep.Started))
 	return rep, nil
 }
 
-type step struct {
-	name string
-	run  func(*rig) error
-}
-
-// plan lists the measurements of cfg, each adding to rep.
-func plan(cfg *Config, rep *Report) []step {
-	var steps []step
-	has := func(s string) bool { return slices.Contains(cfg.Sections, s) }
-	for _, tr := range cfg.Transports {
-		if has("pingpong") {
-			steps = append(steps, step{"pingpong " + tr, func(r *rig) error {
-				l, err := r.pingPong(tr, cfg.Record, cfg.PingPong)
-				if err == nil {
-					rep.PingPong = append(rep.PingPong, l)
-				}
-				return err
-			}})
-			if dt := datagramPath(tr); dt != "" {
-				steps = append(steps, step{"datagram round trip " + dt, func(r *rig) error {
-					l, err := r.datagramRoundTrip(dt, cfg.Record, cfg.PingPong)
-					if err == nil {
-						rep.Datagram = append(rep.Datagram, l)
-					}
-					return err
-				}})
-			}
-		}
-		if has("stress") {
-			steps = append(steps, step{"stress " + tr, func(r *rig) error {
-				runs, err := r.sweep(tr, cfg.Record, cfg.Rates, cfg.Stress)
-				rep.Stress = append(rep.Stress, runs...)
-				return err
-			}})
-			for _, w := range cfg.Waits {
-				steps = append(steps, step{"zero-loss " + tr + " wait " + w, func(r *rig) error {
-					best, err := r.zeroLoss(tr, w, cfg.Record, cfg.Rates, cfg.Stress)
-					rep.ZeroLoss = append(rep.ZeroLoss, best)
-					return err
-				}})
-			}
-		}
-	}
-	return append(steps, planRest(cfg, rep, has)...)
-}
-
-func planRest(cfg *Config, rep *Report, has func(string) bool) []step {
-	var steps []step
-	if has("stages") {
-		tr := bestOf(cfg.Transports)
-		for i, rate := range cfg.StageRates {
-			steps = append(steps, step{fmt.Sprintf("stages over %s at %d/s", tr, rate), func(r *rig) error {
-				ls, err := r.stages(tr, cfg.Record, cfg.Stages, rate, i == 0)
-				rep.Stages = append(rep.Stages, ls...)
-				return err
-			}})
-		}
-	}
-	for _, tr := range FanoutTransports {
-		if !has("fanout") || !slices.Contains(cfg.Transports, tr) {
-			continue
-		}
-		for _, n := range cfg.Fanout {
-			steps = append(steps, step{fmt.Sprintf("fanout %s to %d", tr, n), func(r *rig) error {
-				f, err := r.fanout(tr, n, cfg.Record, cfg.Stages)
-				if err == nil {
-					rep.Fanout = append(rep.Fanout, f)
-				}
-				return err
-			}})
-		}
-	}
-	if has("deployed") {
-		steps = append(steps, planDeployed(cfg, rep)...)
-	}
-	if has("rings") {
-		steps = append(steps, planRings(cfg, rep)...)
-	}
-	if has("sendcost") {
-		for _, n := range cfg.Fanout {
-			steps = append(steps, step{fmt.Sprintf("send cost to %d", n), func(r *rig) error {
-				c, err := r.sendCost(n, cfg.Record, 500*time.Millisecond)
-				if err == nil {
-					rep.SendCost = append(rep.SendCost, c)
-				}
-				return err
-			}})
-		}
-	}
-	return steps
-}
-
-// planDeployed lists the deployed measurements: each transport the
-// section supports with each wait mode (a loop's only over unicast), the
-// hand-offs alone in each of those waits that polls, then the datagram
-// alone in each style.
-func planDeployed(cfg *Config, rep *Report) []step {
-	var steps []step
-	for _, tr := range cfg.Transports {
-		if !slices.Contains(DeployedTransports, tr) {
-			continue
-		}
-		for _, w := range cfg.Waits {
-			if _, _, loop := loopWait(w); loop && multicast(tr) {
-				continue // a run file's mirrors are unicast here
-			}
-			steps = append(steps, step{"deployed " + tr + " wait " + w, func(r *rig) error {
-				d, err := r.deployed(cfg, tr, w)
-				if err == nil {
-					rep.Deployed = append(rep.Deployed, d)
-				}
-				return err
-			}})
-		}
-	}
-	rep.Machine.Network += "; deployed: two namespaces joined by two veth pairs, one per direction"
-	var relays []string
-	for _, w := range cfg.Waits {
-		if w := modeOf(w); slices.Contains(relayWaits, w) && !slices.Contains(relays, w) {
-			relays = append(relays, w)
-		}
-	}
-	for _, w := range relays {
-		for _, n := range RelayProcs {
-			steps = append(steps, step{fmt.Sprintf("deployed relay %d wait %s", n, w), func(r *rig) error {
-				d, err := r.deployedRelay(cfg, n, w)
-				if err == nil {
-					rep.DeployedRelay = append(rep.DeployedRelay, d)
-				}
-				return err
-			}})
-		}
-	}
-	for _, style := range DatagramStyles {
-		steps = append(steps, step{"deployed datagram " + style, func(r *rig) error {
-			d, err := r.deployedDatagram(cfg, style)
-			if err == nil {
-				rep.DeployedDatagram = append(rep.DeployedDatagram, d)
-			}
-			return err
-		}})
-	}
-	return steps
-}
-
-// bestOf is the transport the stages use: AF_XDP unicast when measured.
-func bestOf(trs []string) string {
-	for _, t := range []string{"xdp-unicast", "udp-unicast"} {
-		if slices.Contains(trs, t) {
-			return t
-		}
-	}
-	return trs[0]
-}
-
 // machine describes this host.
-func machine() Machine {
-	m := Machine{Cores: runtime.NumCPU(), Go: runtime.Version(),
+func machine() report.Machine {
+	m := report.Machine{Cores: runtime.NumCPU(), Go: runtime.Version(),
 		Network: "two network namespaces, one veth pair, MTU 1500"}
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/pace"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
@@ -33,9 +36,9 @@ const stageRate = 20_000
 // socket; then the floors of all four at once, of a mirror alone and of
 // the hub alone (stagesFloor). With acks it times the source's Wait for
 // its two mirrors after the first (waitAcks).
-func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]Latency, error) {
+func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) ([]report.Latency, error) {
 	defer r.reset()
-	at := fmt.Sprintf(" at %s/s", fmtSI(float64(rate)))
+	at := fmt.Sprintf(" at %s/s", report.FormatSI(float64(rate)))
 	out, e, err := r.allAtOnce(tr, size, d, rate, false, false, at)
 	if err != nil {
 		return out, err
@@ -60,7 +63,7 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 		if err != nil {
 			return out, errors.Join(lost, err)
 		}
-		out = append(out, Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].percentiles()})
+		out = append(out, report.Latency{Name: e.names[last] + ", alone," + at, Lat: hs[0].Percentiles()})
 		lost = errors.Join(lost, e.reconnects())
 	}
 	for _, set := range []struct{ loops, unixSame bool }{{false, true}, {true, false}, {true, true}} {
@@ -81,7 +84,7 @@ func (r *rig) stages(tr string, size int, d time.Duration, rate int, acks bool) 
 // Loop per host, the same-host mirror on TCP or on the source's Unix
 // socket; the source host's own reader only in the first set (thread per
 // endpoint, TCP), whose row names carry no set.
-func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, unixSame bool, at string) ([]Latency, *stageEnds, error) {
+func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, unixSame bool, at string) ([]report.Latency, *stageEnds, error) {
 	e, err := r.stageEnds(tr, size, allPaths, loops, unixSame)
 	if err != nil {
 		return nil, nil, err
@@ -104,9 +107,9 @@ func (r *rig) allAtOnce(tr string, size int, d time.Duration, rate int, loops, u
 	case unixSame:
 		set = ", same host on unix,"
 	}
-	out := make([]Latency, len(hs))
+	out := make([]report.Latency, len(hs))
 	for i, h := range hs {
-		out[i] = Latency{Name: names[i] + set + at, Lat: h.percentiles()}
+		out[i] = report.Latency{Name: names[i] + set + at, Lat: h.Percentiles()}
 	}
 	return out, e, nil
 }
@@ -259,10 +262,10 @@ func (e *stageEnds) reconnects() error {
 // measure pushes at rate for d (after a warm-up) while one goroutine
 // busy-polls every reader in turn and records each record's push-to-read
 // time per reader.
-func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate int) ([]hist, error) {
-	hs := make([]hist, len(readers))
+func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate int) ([]hist.Hist, error) {
+	hs := make([]hist.Hist, len(readers))
 	for i := range hs {
-		hs[i] = newHist()
+		hs[i] = hist.New()
 	}
 	buf := make([]byte, len(src.rec))
 	from := uint64(0) // records before it are the warm-up's
@@ -273,7 +276,7 @@ func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate 
 					break
 				}
 				if seq, ts, err := synth.Check(buf); err == nil && from > 0 && seq >= from {
-					hs[i].record(r.since(ts))
+					hs[i].Record(r.since(ts))
 				}
 			}
 		}
@@ -294,7 +297,7 @@ func (r *rig) measure(src *source, readers []*shm.Reader, d time.Duration, rate 
 // paced pushes rate records per second for d, calling between between
 // pushes (the poller; a sleep when it is empty).
 func (r *rig) paced(src *source, d time.Duration, rate int, between func()) error {
-	_, err := pace(d, rate, func(int) error { return src.push(r) }, func() {
+	_, err := pace.Push(d, rate, func(int) error { return src.push(r) }, func() {
 		between()
 		// The poller yields the CPU between polls, as a reader with the
 		// yield strategy would: a busy poll would starve the serve and

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/report"
+	"github.com/ringfire/ringfire/internal/bench/role"
 	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -116,8 +118,8 @@ var floorLayouts = []floorLayout{
 // stagesFloor measures the floor of the stages' rows at rate for d, each
 // layout of floorLayouts in turn: the bench's reads, named after the rows
 // they are the floor of.
-func (r *rig) stagesFloor(size int, d time.Duration, rate int) ([]Latency, error) {
-	var out []Latency
+func (r *rig) stagesFloor(size int, d time.Duration, rate int) ([]report.Latency, error) {
+	var out []report.Latency
 	for _, lay := range floorLayouts {
 		ls, err := r.floorOf(lay, size, d, rate)
 		out = append(out, ls...)
@@ -129,7 +131,7 @@ func (r *rig) stagesFloor(size int, d time.Duration, rate int) ([]Latency, error
 }
 
 // floorOf measures one layout in rings of a directory of its own.
-func (r *rig) floorOf(lay floorLayout, size int, d time.Duration, rate int) ([]Latency, error) {
+func (r *rig) floorOf(lay floorLayout, size int, d time.Duration, rate int) ([]report.Latency, error) {
 	dir, err := os.MkdirTemp(r.dir, "floor-")
 	if err != nil {
 		return nil, err
@@ -152,10 +154,10 @@ func (r *rig) floorOf(lay floorLayout, size int, d time.Duration, rate int) ([]L
 			return nil, fmt.Errorf("ring %s has %d records of %d: a relay fell behind", name, got-1, want-1)
 		}
 	}
-	var out []Latency
+	var out []report.Latency
 	for i, h := range hs {
 		if lay.names[i] != "" {
-			out = append(out, Latency{Name: fmt.Sprintf("floor of %s: the hand-offs alone at %s/s", lay.names[i], fmtSI(float64(rate))), Lat: h.percentiles()})
+			out = append(out, report.Latency{Name: fmt.Sprintf("floor of %s: the hand-offs alone at %s/s", lay.names[i], report.FormatSI(float64(rate))), Lat: h.Percentiles()})
 		}
 	}
 	return out, nil
@@ -211,7 +213,7 @@ func (h floorHop) run(done *atomic.Bool, buf []byte) {
 	yield := idle.NewIdler(idle.Strategy{Mode: idle.Yield}, nil)
 	for !done.Load() {
 		// Lossy rings: Push fails only once closed, after done.
-		if moved, _ := copyRecords(buf, h.in, 64, h.outs...); !moved {
+		if moved, _ := role.CopyRecords(buf, h.in, 64, h.outs...); !moved {
 			yield.Idle(0)
 		}
 	}

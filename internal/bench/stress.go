@@ -2,21 +2,20 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/hist"
+	"github.com/ringfire/ringfire/internal/bench/pace"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/synth"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
 
-// drainWait bounds how long a stress run waits for the last echoes.
-const drainWait = 2 * time.Second
-
 // sweep runs the open loop at every rate on one loop of transport tr, up
 // to the second rate in a row that loses, and returns the runs.
-func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress, error) {
+func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]report.Stress, error) {
 	defer r.reset()
 	l, err := r.newLoop(tr, size)
 	if err != nil {
@@ -25,7 +24,7 @@ func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress
 	if err := l.warmUp(300 * time.Millisecond); err != nil {
 		return nil, err
 	}
-	var runs []Stress
+	var runs []report.Stress
 	failed := 0
 	for _, rate := range rates {
 		s, err := l.stress(rate, d)
@@ -50,108 +49,50 @@ func (r *rig) sweep(tr string, size int, rates []int, d time.Duration) ([]Stress
 // producer pushes at each rate for d without waiting, and the mirror must
 // then hold every record, with no gap and no retransmission. The sweep
 // stops at the second rate in a row that loses.
-func (r *rig) zeroLoss(tr, wait string, size int, rates []int, d time.Duration) (ZeroLoss, error) {
+func (r *rig) zeroLoss(tr, wait string, size int, rates []int, d time.Duration) (report.ZeroLoss, error) {
 	defer r.reset()
 	onA, onB, mode, err := r.zeroLossWaits(wait)
 	if err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
 	p := r.pair
 	src, err := r.newSource(p.A, p.AAddr, "Z", size, 1<<20, tr, 0, func(c *replica.ServerConfig) { c.Wait, c.Loop = mode, onA })
 	if err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
 	m, err := r.newMirror(p.B, p.BAddr, src, "Z-mirror", tr, 0, func(c *replica.MirrorConfig) { c.Wait, c.Loop = mode, onB })
 	if err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
 	if err := r.live(src, m); err != nil {
-		return ZeroLoss{}, err
+		return report.ZeroLoss{}, err
 	}
-	best, err := sweepZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
-	best.Wait = zeroLossWait(wait)
+	best, err := pace.ZeroLoss(tr, rates, func(rate int) (float64, bool, error) { return r.oneWay(src, m, rate, d) })
+	best.Wait = report.ZeroLossWait(wait)
 	return best, err
 }
 
 // zeroLossWaits sets up a bench wait name for the zero-loss sweep: its
-// mode (modeOf; "default" is the zero mode, adaptive), and a Loop per
+// mode (ModeOf; "default" is the zero mode, adaptive), and a Loop per
 // host for a loop's name.
 func (r *rig) zeroLossWaits(wait string) (onA, onB *replica.Loop, mode replica.WaitMode, err error) {
-	if name := modeOf(wait); name != "default" {
+	if name := report.ModeOf(wait); name != "default" {
 		if mode, err = replica.ParseWaitMode(name); err != nil {
 			return nil, nil, mode, err
 		}
 	}
-	if _, _, loop := loopWait(wait); loop {
+	if _, _, loop := report.LoopWait(wait); loop {
 		onA, onB, err = r.hostLoopsWith(mode)
 	}
 	return onA, onB, mode, err
 }
-
-// zeroLossWait is a ZeroLoss's Wait for a bench wait name: "default" (and
-// the empty Wait of reports before waits were swept) is adaptive.
-func zeroLossWait(wait string) string {
-	if wait == "" || wait == "default" {
-		return "adaptive"
-	}
-	return wait
-}
-
-// errSweepDone is what a sweep's step returns to end it without a result
-// for its rate.
-var errSweepDone = errors.New("bench: sweep done")
-
-// sweepZeroLoss tries each rate of rates in turn with step, which reports
-// the rate achieved and whether every record arrived without repair, up
-// to the second rate in a row that loses (or a step's errSweepDone): the
-// last lossless rate, Capped when it was the last of rates.
-func sweepZeroLoss(tr string, rates []int, step func(rate int) (achieved float64, lossless bool, err error)) (ZeroLoss, error) {
-	best := ZeroLoss{Transport: tr}
-	failed := 0
-	for i, rate := range rates {
-		achieved, ok, err := step(rate)
-		if errors.Is(err, errSweepDone) {
-			break
-		}
-		if err != nil {
-			return best, err
-		}
-		if ok {
-			best.Rate, best.Achieved, best.Capped, failed = rate, achieved, i == len(rates)-1, 0
-		} else if failed++; failed == 2 {
-			break
-		}
-	}
-	return best, nil
-}
-
-// pace calls push for records 0, 1, ... at rate records per second for d,
-// without waiting for anything, and between between the bursts: the
-// records pushed.
-func pace(d time.Duration, rate int, push func(k int) error, between func()) (int, error) {
-	start := time.Now()
-	pushed := 0
-	for el := time.Duration(0); el < d; el = time.Since(start) {
-		for due := int(el.Seconds() * float64(rate)); pushed < due; pushed++ {
-			if err := push(pushed); err != nil {
-				return pushed, err
-			}
-		}
-		between()
-	}
-	return pushed, nil
-}
-
-// sleepPace is pace's between for pushers alone on their thread: Go
-// sleeps about 1 ms, so the records go in bursts of rate/1000.
-func sleepPace() { time.Sleep(100 * time.Microsecond) }
 
 // live pushes a record every millisecond until the mirror has caught up
 // with at least one record and, unless it takes no datagrams (m.stream),
 // receives datagrams: a unicast mirror has punched, and the records
 // before that, which came over TCP, are not the first rate's.
 func (r *rig) live(src *source, m *mirrorEnd) error {
-	return waitFor(5*time.Second, "the mirror to be live", func() bool {
+	return pace.Until(5*time.Second, "the mirror to be live", func() bool {
 		st := m.m.Stats()
 		if (st.Datagrams > 0 || m.stream) && st.Next > 0 && st.Next == src.w.Next() {
 			return true
@@ -166,19 +107,20 @@ func (r *rig) live(src *source, m *mirrorEnd) error {
 //
 // The producer stamps its records once per burst, not once per record:
 // nothing here measures latency, and a clock read per record (rig.stamp,
-// 32 ns on this VM) is CPU the two cores' shared budget takes from the
-// sender and the mirror, which the sweep measures.
+// about 32 ns on a 2-core VM: BenchmarkStamp) is CPU the two cores'
+// shared budget takes from the sender and the mirror, which the sweep
+// measures.
 func (r *rig) oneWay(src *source, m *mirrorEnd, rate int, d time.Duration) (float64, bool, error) {
 	before := m.m.Stats()
 	first := src.w.Next()
 	start := time.Now()
 	ts := r.stamp()
-	pushed, err := pace(d, rate, func(int) error { return src.pushAt(ts) }, func() { sleepPace(); ts = r.stamp() })
+	pushed, err := pace.Push(d, rate, func(int) error { return src.pushAt(ts) }, func() { pace.Sleep(); ts = r.stamp() })
 	if err != nil {
 		return 0, false, err
 	}
 	last := src.w.Next() - 1
-	if err := waitFor(drainWait, "the mirror", func() bool { return m.m.Stats().Next > last }); err != nil {
+	if err := pace.Until(pace.DrainWait, "the mirror", func() bool { return m.m.Stats().Next > last }); err != nil {
 		return 0, false, nil
 	}
 	done := time.Since(start)
@@ -220,7 +162,7 @@ func (m *mirrorEnd) verify(first, last uint64) error {
 
 // stress pushes at rate for d without waiting for anything, while a
 // receiver matches the echoes by sequence.
-func (l *loop) stress(rate int, d time.Duration) (Stress, error) {
+func (l *loop) stress(rate int, d time.Duration) (report.Stress, error) {
 	before := l.repairs()
 	first := l.a.w.Next()
 	rx := l.receive(first)
@@ -234,17 +176,17 @@ func (l *loop) stress(rate int, d time.Duration) (Stress, error) {
 		due := uint64(el.Seconds() * float64(rate))
 		for ; pushed < due; pushed++ {
 			if err := l.a.push(l.r); err != nil {
-				return Stress{}, err
+				return report.Stress{}, err
 			}
 		}
 		time.Sleep(100 * time.Microsecond) // Go sleeps about 1 ms: bursts of rate/1000
 	}
 	elapsed := time.Since(start)
-	res := rx.finish(first+pushed-1, drainWait)
+	res := rx.finish(first+pushed-1, pace.DrainWait)
 	after := l.repairs()
-	s := Stress{
-		Transport: l.tr, Rate: rate, Duration: Duration(elapsed), Pushed: pushed,
-		Delivered: res.got, Disorder: res.disorder, Lat: res.h.percentiles(),
+	s := report.Stress{
+		Transport: l.tr, Rate: rate, Duration: report.Duration(elapsed), Pushed: pushed,
+		Delivered: res.got, Disorder: res.disorder, Lat: res.h.Percentiles(),
 		NAKs: after.NaksSent - before.NaksSent, Retransmitted: after.Retransmitted - before.Retransmitted,
 		Gaps: after.Gaps - before.Gaps,
 	}
@@ -265,7 +207,7 @@ func (l *loop) repairs() replica.MirrorStats {
 // receiver counts the echoes of one stress run.
 type receiver struct {
 	l        *loop
-	h        hist
+	h        hist.Hist
 	got      uint64
 	disorder uint64
 	last     chan uint64
@@ -276,7 +218,7 @@ type receiver struct {
 // receive starts taking echoes of records from first on; it sleeps on B's
 // futex when idle.
 func (l *loop) receive(first uint64) *receiver {
-	rx := &receiver{l: l, h: newHist(), last: make(chan uint64, 1), done: make(chan struct{})}
+	rx := &receiver{l: l, h: hist.New(), last: make(chan uint64, 1), done: make(chan struct{})}
 	ws := shm.FutexWait(64)
 	rd, err := shm.OpenReader(l.mb.path, shm.ReadOptions{Start: shm.StartHead, NoRegister: true, Wait: &ws})
 	if err != nil {
@@ -300,7 +242,7 @@ func (rx *receiver) run(rd *shm.Reader, first uint64) {
 		cancel()
 		select {
 		case until = <-rx.last:
-			deadline = time.Now().Add(drainWait)
+			deadline = time.Now().Add(pace.DrainWait)
 		default:
 		}
 		if err == nil {
@@ -311,7 +253,7 @@ func (rx *receiver) run(rd *shm.Reader, first uint64) {
 			}
 			if seq >= first {
 				rx.got++
-				rx.h.record(rx.l.r.since(ts))
+				rx.h.Record(rx.l.r.since(ts))
 				if seq < high {
 					rx.disorder++
 				}
@@ -326,7 +268,7 @@ func (rx *receiver) run(rd *shm.Reader, first uint64) {
 
 type rxResult struct {
 	got, disorder uint64
-	h             hist
+	h             hist.Hist
 	err           error
 }
 

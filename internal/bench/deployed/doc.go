@@ -1,0 +1,43 @@
+// Package deployed measures the bench sections whose endpoints are
+// processes of their own, as a deployment runs them: the deployed
+// section (the ring-to-ring round trip across six processes, or four
+// with a loop per host; the datagram alone; the hand-offs alone) and the
+// rings section (N rings per ringfire run process). Package bench plans
+// the measurements and calls Bench; this package starts the processes
+// (package proc), tells the roles what to do (package role) and turns
+// what they report into report types.
+//
+// # The six-process round trip, and who measures what
+//
+//	        N1                                 N2
+//	pinger ── A ──▶ ringfire serve A ══veth0══▶ ringfire mirror ── A' ──▶ echo
+//	  ▲                                                                 │
+//	  └── B' ◀── ringfire mirror ◀══veth1══ ringfire serve B ◀── B ─────┘
+//
+//	pinger (role)   times every round trip, prints the percentiles
+//	echo (role)     copies A' into B
+//	this process    starts them all (proc, a launcher thread per
+//	                namespace), reads each one's CPU before and after the
+//	                samples (proc.CPUTime), meters its own hiccups, and
+//	                with --trace pairs the processes' stamps into hops
+//
+// A loop's wait name (loop-yield) puts each host's serve and mirror in one
+// ringfire run (loop.go); the hand-offs alone replace the network with
+// relays passing the record through rings in /dev/shm (relay.go); the
+// rings section runs one ringfire run per side for N rings, this process
+// pushing the zero-loss load and scraping the runs' /metrics
+// (rings_load.go), one pinger and one echo for every ring's round trip.
+//
+// # Files
+//
+//	bench.go           Bench, Config: the sections' topology, made once
+//	roundtrip.go       the topology, the six processes, measuring a pinger
+//	args.go            ringfire serve and mirror arguments, the binary
+//	loop.go            the four-process round trip of a loop's wait
+//	relay.go           the hand-offs alone
+//	trace.go           the round trip hop by hop (--trace)
+//	hiccups.go         the hiccup meter: a thread sleeping 1 ms at a time
+//	rings.go           the rings section's hops, run files and processes
+//	rings_roundtrip.go Rings: its two phases, and the round trips
+//	rings_load.go      its zero-loss load and the run processes' counters
+package deployed

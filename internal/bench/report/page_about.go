@@ -1,0 +1,98 @@
+package report
+
+// What the page says about how the figures are taken: the method, each
+// section, and the floors. It describes the code of ringfire-bench, not
+// a run; a run's own facts (machine, command) come from the Report.
+
+// aboutMethod is the page's method: where the endpoints run and how the
+// figures are taken.
+const aboutMethod = `ringfire-bench creates two network namespaces joined by veth pairs (and,
+for the fan-out, a bridge with one namespace per mirror) and measures, in
+one run and with one record size, every datagram path the replica layer can
+use: TCP only, kernel UDP (sendmmsg and recvmmsg) unicast and multicast,
+AF_PACKET rings and AF_XDP (copy mode on a veth, the program attached
+native). Outside the deployed and rings sections every endpoint runs in the
+one ringfire-bench process with GOMAXPROCS 8, where in production each is a
+process of its own with its own Ps. The deployed and rings sections start
+every endpoint as a process of its own: ringfire serve, mirror or run, and
+a pinger and an echo that are ringfire-bench re-executed in a hidden role.
+
+Latencies come from HDR histograms (3 significant digits), timed from the
+push (the record carries its push time) to the read. Before the run, one
+thread reads the clock in a loop for twice the stage time: the gaps it
+sees are the machine's own stalls ("stalls" below), which no figure of the
+run can avoid. Benchmarks report; they never fail on a time.`
+
+// aboutSection says what each section (by its --sections name) measures
+// and how.
+var aboutSection = map[string]string{
+	"pingpong": `A closed loop, one record in flight: push into ring A, serve, mirror A' on
+the other host, an echo pushes it into ring B, serve, mirror B', the
+pinger reads it. Two replication hops and an echo, each direction on its
+own link. Beside it, the datagram round trip of the transport alone (one
+datagram A → B → A, no ring).`,
+	"stress": `An open loop at each offered rate of --rates for --stress each: the
+producer never waits, echoes are matched by sequence. Delivered share,
+disorder, round-trip percentiles, NAKs, retransmitted records and gaps, up
+to the second rate in a row that loses. The zero-loss rate is the highest
+offered rate a mirror on the other host receives whole, in order, with no
+gap and no NAK-repaired record (one hop), once per wait of --waits (a
+loop's wait name runs a replica.Loop per host); every record the mirror
+ring still holds after a lossless step is checked (sequence and checksum).
+≥ marks a rate that was lossless at the top of the sweep: a lower bound.`,
+	"stages": `Push-to-read latency at each producer rate of --stage-rates: on the source
+host (a reader of the ring itself), on a mirror on the same host (TCP to
+the source), on a mirror on the other host, and through a hub (the other
+host mirrors and serves again; a leaf on the source host mirrors the hub).
+All four at once with a thread per endpoint; each mirror path alone (the
+same-host mirror on TCP, then on the source's Unix socket); all four at
+once with the same-host mirror on the Unix socket; all four at once with a
+replica.Loop per host; then the floors of those layouts (below). At the
+first rate, the source's Wait for 1 and for 2 of its mirrors is timed too,
+push to return.`,
+	"fanout": `One source and 1, 4 and 16 mirrors (--fanout), each on a host of its own,
+over kernel UDP unicast (sendmmsg to every mirror) and multicast, AF_PACKET
+and AF_XDP: push-to-read at each mirror (the spread across mirrors), and
+the producer's Push cost with the mirrors attached against a ring nobody
+serves (alternating rounds, medians of 7).`,
+	"sendcost": `One sendmmsg to N destinations against N sendto calls, per mirror, for
+each mirror count of --fanout.`,
+	"deployed": `The ping-pong loop as deployed, every endpoint its own process: a pinger
+(ring A, namespace N1), ringfire serve A (N1), ringfire mirror into A'
+(N2), an echo (A' → ring B, N2), ringfire serve B (N2), ringfire mirror
+into B' (N1), over two veth pairs (one per direction, so that no interface
+end has two AF_XDP users). Each transport in each wait of --waits
+("default" passes no flag, "spin" passes --spin, any other X passes
+--wait X; the pinger and echo wait on their rings to match). A loop's wait
+name (loop-yield) runs four processes instead: the pinger, one ringfire run
+per namespace carrying that host's serve and mirror on one replica.Loop,
+and the echo. Beside it, the datagram alone between two processes over the
+same veth in each waiting style, and the CPU each process used per second
+of the measurement (utime+stime of /proc/PID/stat). Hiccup is the longest
+a thread of the bench sleeping 1 ms at a time woke late meanwhile: a max
+far above the p99.9 with a hiccup as long is the machine's stall, not the
+endpoints'. Warm-up and samples are --warmup and --samples round trips,
+bounded in time by 10 s and --deployed-for.`,
+	"rings": `N rings (1 and each count of --rings) served and mirrored by one ringfire
+run process per side over AF_XDP unicast, in the deployed section's two
+namespaces, once per wait of --rings-waits; one ring alone is the base of
+the ratios. Zero-loss: ringfire-bench writes all N rings at once, round
+robin, the aggregate rate of --rates split evenly, and a rate is lossless
+when every mirror ring holds every record within 2 s and the run
+processes' NAK, gap and retransmission counters (their /metrics) did not
+move. Round trip: one pinger and one echo process for all N rings, polling
+them on a locked thread, with a record in flight on every ring at once and
+then one record in flight in all, ring after ring.`,
+}
+
+// aboutFloors says what the floors are and how to read a figure against
+// its floor.
+const aboutFloors = `A floor is the same layout of busy threads or processes passing a record
+on through rings in /dev/shm, with no network, no socket and no ringfire
+code: the stages' "floor of …" rows (relays on locked threads, polling and
+calling sched_yield between empty passes) and the deployed section's hand-offs
+alone (the six processes of the round trip, or a loop's four). Beside them,
+the datagram alone is the network's own share of a round trip. What a
+figure takes above its floor is the sockets and ringfire's own work; a
+figure below its floor would be a fault of the bench. The machine's stalls
+bound every tail: no max can be lower than the longest stall of its time.`
