@@ -55,7 +55,7 @@ fuzz: deps-test
 # docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md
 # renders it again without measuring). Then the ring's own
 # microbenchmarks.
-BENCH_FLAGS ?=
+BENCH_FLAGS ?= --waits adaptive,yield,loop-yield --stage-rates 20000,200000 --deployed-for 30s
 bench: build
 	$(BIN)/ringfire-bench --out docs/bench --markdown docs/benchmarks.md $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./shm

@@ -1,8 +1,8 @@
 package xdp_test
 
 // Raw datagram blasters between two namespaces joined by a veth pair, the
-// setup of the replication benchmarks (replica/bench_test.go, results in
-// docs/replication-bench.md): how many datagrams per second each path
+// setup of the replication benchmarks (replica/bench_test.go): how many
+// datagrams per second each path
 // delivers, with no protocol on top. They need root; they report, and never
 // assert on, rates.
 //
