@@ -96,7 +96,7 @@
 //
 // Close, and a replaced ring, close every connection at once. The end of
 // Serve's context (SIGTERM in the CLI) is a graceful stop instead
-// (source_stop.go), bounded by 1 s: Serve stops accepting and closes the
+// (server_stop.go), bounded by 1 s: Serve stops accepting and closes the
 // connections still in their handshake; the sender, under sendMu, sends
 // every record the ring holds that the datagram stream has not carried,
 // whatever the linger, then a final heartbeat naming the last one, and
@@ -157,7 +157,7 @@
 //     in ppoll for room. A mirror of a source's Unix socket
 //     (ServerConfig.Unix, Source "unix:PATH") is such a mirror, and the
 //     source's side of a Unix session is a rawConn from its accept on
-//     (source_unix.go): a Unix stream wakes its writer's epoll set for
+//     (server_unix.go): a Unix stream wakes its writer's epoll set for
 //     every frame the reader takes.
 //   - the status writer, when the source takes telemetry: an idle.Relay
 //     parked in the netpoller on an eventfd, which the run loop kicks

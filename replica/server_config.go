@@ -14,7 +14,7 @@ type ServerConfig struct {
 	// Unix, when set, is a Unix domain socket path (or "@name", abstract)
 	// the server listens on too, for mirrors on this host that dial
 	// UnixPrefix+Unix: they are served over that stream only
-	// (source_unix.go).
+	// (server_unix.go).
 	Unix      string
 	Multicast netip.AddrPort // --multicast GROUP:PORT (invalid: none)
 	UDPPort   int            // --udp PORT for unicast mirrors (0: none)

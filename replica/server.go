@@ -60,7 +60,7 @@ type Server struct {
 	// by Serve, closed by Close.
 	relay *idle.Relay
 	// streams holds the sessions on plain TCP, which a sender may write to
-	// directly while their writer is parked (source_direct.go). Stored by
+	// directly while their writer is parked (server_direct.go). Stored by
 	// rebuildDests under mu, like dests; loaded by wakeSessions.
 	streams atomic.Pointer[[]*session]
 	// listening counts the session writers that sleep on their wake
@@ -117,7 +117,7 @@ type Server struct {
 	// sessionsDue: the same for wakeSessions and the sessions' wake
 	// channels (a telemetry wake-up wakes no writer).
 	sessionsDue atomic.Bool
-	// stop is the state of a graceful stop (source_stop.go).
+	// stop is the state of a graceful stop (server_stop.go).
 	stop stopState
 }
 
@@ -240,7 +240,7 @@ func (s *Server) Session() uint8 { return s.session }
 // Serve accepts mirrors and sends datagrams until ctx is done or Close.
 //
 // When ctx ends (and not Close, nor a replaced ring, which end at once)
-// the stop is graceful (source_stop.go): Serve stops accepting, sends as
+// the stop is graceful (server_stop.go): Serve stops accepting, sends as
 // datagrams every record the ring held that the datagram stream had not
 // carried yet (linger or not) and a final heartbeat announcing the last
 // one; each mirror's session then sends over TCP what that mirror is owed

@@ -68,7 +68,7 @@ type session struct {
 	// the wire at once and the mirror may apply it and report it in a
 	// STATUS (checked against sent) before write returns. Two goroutines
 	// write it, both from sendRange and only through storeMax: the writer
-	// (history, stream; or a sender holding its stream, source_direct.go)
+	// (history, stream; or a sender holding its stream, server_direct.go)
 	// and the reader (NAK answers). storeMax never lowers it, so every
 	// value loaded is a sequence whose frames are queued on the connection
 	// or being written to it: a STATUS or a NAK up to it (reader, maxSent)
@@ -135,7 +135,7 @@ type session struct {
 	cursor uint64 // next sequence to send over TCP (whoever hand names)
 	feed   *feed  // hand's owner's
 	buf    []byte
-	// hand names the owner of cursor, feed and buf (source_direct.go):
+	// hand names the owner of cursor, feed and buf (server_direct.go):
 	// the writer, or while it is parked a sender writing directly.
 	hand atomic.Uint32
 	// rawc is the plain TCP connection's, for direct sends (nil: TLS);
