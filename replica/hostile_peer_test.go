@@ -230,7 +230,7 @@ func TestReaderThatNeverReads(t *testing.T) {
 	lan, src := lanSource(t, 3, 1<<16)
 	src.push(60000) // 3.4 MB of history: more than any socket buffer
 	var ended atomic.Int32
-	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup(), Events: func(e replica.Event) {
+	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup(), Events: func(e replica.ServerEvent) {
 		if e.Kind == replica.EventDisconnected && e.Err != nil {
 			ended.Add(1)
 		}

@@ -105,7 +105,7 @@ func (s *Server) refuse(c net.Conn, why error) {
 	}
 	s.mu.Unlock()
 	if tell {
-		s.emit(Event{Kind: EventRefused, Peer: c.RemoteAddr(), Err: why})
+		s.emit(ServerEvent{Kind: EventRefused, Peer: c.RemoteAddr(), Err: why})
 	}
 }
 
@@ -134,7 +134,7 @@ func acceptRetry(err error) bool {
 func (s *Server) backoff(ctx context.Context, err error, n int) {
 	s.st.acceptErrors.Add(1)
 	if n == 1 {
-		s.emit(Event{Kind: EventAcceptFailed, Err: err})
+		s.emit(ServerEvent{Kind: EventAcceptFailed, Err: err})
 	}
 	d := acceptBackoffMin << min(n-1, 8)
 	sleepCtx(ctx, min(d, acceptBackoffMax))

@@ -51,7 +51,7 @@ type ServerConfig struct {
 	// Events, when set, is told about mirror connections (from the
 	// connection's goroutine) and lag warnings (from the telemetry
 	// goroutine); it must not block.
-	Events func(Event)
+	Events func(ServerEvent)
 	// NoTelemetry ignores HelloTelemetry: every mirror is served as a
 	// version-1 peer and sends no STATUS.
 	NoTelemetry bool
