@@ -87,7 +87,7 @@
 //     would hold a thread per mirror. The reader (readLoop) is
 //     parked in the netpoller on the connection: it answers a NAK itself,
 //     writing under the session's lock, and applies a STATUS to the mirror
-//     table, whose change closes a channel that wakes Server.Wait.
+//     table, whose change closes a channel that wakes Server.AwaitApplied.
 //
 // ServerConfig.Events is called from the connection's goroutine (connect,
 // disconnect, reject, no punch) and from telemetryLoop (lag events).
@@ -205,7 +205,7 @@
 // answers GeometryTelemetry in GEOMETRY, and only then does the mirror send
 // a STATUS frame (KindStatus, 9) over TCP every StatusInterval (100 ms),
 // and early: when a REPORT (KindReport, 12) asked for a record it has now
-// applied (HelloReportOnAsk, acknowledged by GeometryReportOnAsk: a Wait
+// applied (HelloReportOnAsk, acknowledged by GeometryReportOnAsk: an AwaitApplied
 // and a graceful stop ask), or, with a source that did not acknowledge
 // that, whenever it has just caught up. Peers that do not announce the
 // bits get the older bytes exactly. The header's seq is the last sequence
@@ -224,7 +224,7 @@
 // The source keeps a table of its mirrors (Server.Mirrors, MirrorInfo)
 // with their lag in records and in time, raises EventLagging once a
 // mirror's lag passes half the ring's capacity (EventLagRecovered when it
-// is back within a quarter), and Server.Wait blocks until n mirrors have
+// is back within a quarter), and Server.AwaitApplied blocks until n mirrors have
 // applied a sequence, like Redis WAIT.
 //
 // # Wide session and keyed replication (negotiated extensions)

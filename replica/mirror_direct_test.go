@@ -86,7 +86,7 @@ func TestDirectTCPWakesOnTheSocket(t *testing.T) {
 // process watches it (/proc/self/fdinfo of every eventpoll descriptor),
 // so a frame that arrives wakes no runtime thread in epoll_wait, only the
 // run loop's ppoll. The mirror still writes on it: its STATUS reaches the
-// source (Server.Wait returns), and it closes cleanly.
+// source (Server.AwaitApplied returns), and it closes cleanly.
 func TestDirectTCPOutOfGoPoller(t *testing.T) {
 	p, src := pairSource(t, 4096)
 	scfg, mcfg := transportConfigs("tcp")
@@ -104,7 +104,7 @@ func TestDirectTCPOutOfGoPoller(t *testing.T) {
 		t.Fatalf("descriptor %d is in the epoll set of descriptors %v", fd, eps)
 	}
 	if n, err := stepUntilWaited(t, m, srv, 10); n != 1 {
-		t.Fatalf("Wait for the STATUS of 10 records: %d, %v (%+v)", n, err, m.Stats())
+		t.Fatalf("AwaitApplied for the STATUS of 10 records: %d, %v (%+v)", n, err, m.Stats())
 	}
 }
 

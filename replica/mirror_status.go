@@ -50,7 +50,7 @@ func (m *Mirror) status() wire.Status {
 }
 
 // reportStatus hands a STATUS to the connection's status writer when one
-// is due: every StatusInterval, and early so that the source's Wait hears
+// is due: every StatusInterval, and early so that the source's AwaitApplied hears
 // in about a round trip: once what a REPORT asked for is applied, or, for
 // a source without the extension, whenever the mirror has just applied
 // everything it heard of (at most every StatusInterval/20). It never

@@ -89,7 +89,7 @@ func (ss *session) wentLive() {
 		s.lim.pending--
 		s.mu.Unlock()
 	}
-	ss.srv.tele.wakeWaits() // its mirror now counts for a Wait
+	ss.srv.tele.wakeAwaits() // its mirror now counts for an AwaitApplied
 }
 
 // refuse closes a connection a limit refused: counted, and told to Events

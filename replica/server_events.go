@@ -17,9 +17,9 @@ type EventKind = ServerEventKind
 
 const (
 	EventConnected    ServerEventKind = iota // a mirror completed the handshake
-	EventDisconnected                  // a mirror's connection ended (Err says why, nil: it hung up)
-	EventRejected                      // a connection failed the handshake
-	EventNoPunch                       // a unicast mirror never punched: served over TCP instead
+	EventDisconnected                        // a mirror's connection ended (Err says why, nil: it hung up)
+	EventRejected                            // a connection failed the handshake
+	EventNoPunch                             // a unicast mirror never punched: served over TCP instead
 	// EventLagging: a mirror's lag passed half the ring's capacity (it is
 	// about to gap). Raised once per crossing; Mirror is its row.
 	EventLagging

@@ -123,7 +123,7 @@ type session struct {
 
 	// reportOnAsk: the mirror reports early only when asked (HelloReportOnAsk
 	// acknowledged; set by the handshake before register). askFor is the
-	// highest sequence a Wait wants a STATUS for (storeMax by Wait, then a
+	// highest sequence an AwaitApplied wants a STATUS for (storeMax by AwaitApplied, then a
 	// send on ask, capacity 1, which wakes the writer); the writer sends
 	// REPORT(askFor) once for each rise (asked, the writer's). askFor
 	// publishes only itself.

@@ -159,7 +159,7 @@ func (ss *session) sleep(ctx context.Context, d time.Duration, wake bool) {
 	ss.timer.Stop()
 }
 
-// reportIfAsked sends REPORT when a Wait asked for a later sequence than
+// reportIfAsked sends REPORT when an AwaitApplied asked for a later sequence than
 // the last REPORT did (writer goroutine).
 func (ss *session) reportIfAsked() error {
 	seq := ss.askFor.Load()
@@ -175,7 +175,7 @@ func (ss *session) reportIfAsked() error {
 // once seq is applied (any goroutine; the writer sends the REPORT).
 func (ss *session) askReport(seq uint64) {
 	if !ss.reportOnAsk || seq <= ss.askFor.Load() {
-		return // asked already: every change a Wait wakes for need not wake the writer
+		return // asked already: every change an AwaitApplied wakes for need not wake the writer
 	}
 	storeMax(&ss.askFor, seq)
 	select {

@@ -62,7 +62,7 @@ type mirrorRow struct {
 type telemetry struct {
 	mu   sync.Mutex
 	rows []*mirrorRow
-	// changed is closed and replaced on a change once a Wait has taken
+	// changed is closed and replaced on a change once an AwaitApplied has taken
 	// it (taken): a STATUS nobody waits for allocates nothing.
 	changed chan struct{}
 	taken   bool
@@ -79,7 +79,7 @@ func newTelemetry(capacity uint64, w uint64, now time.Time, keepers int) *teleme
 	return t
 }
 
-// broadcast wakes every Wait (t.mu held).
+// broadcast wakes every AwaitApplied (t.mu held).
 func (t *telemetry) broadcast() {
 	if !t.taken {
 		return
@@ -88,16 +88,16 @@ func (t *telemetry) broadcast() {
 	t.changed, t.taken = make(chan struct{}), false
 }
 
-// wakeWaits wakes every Wait: a count may have changed without a STATUS
+// wakeAwaits wakes every AwaitApplied: a count may have changed without a STATUS
 // (a session went live).
-func (t *telemetry) wakeWaits() {
+func (t *telemetry) wakeAwaits() {
 	t.mu.Lock()
 	t.broadcast()
 	t.mu.Unlock()
 }
 
-// waitChange is the channel the next change closes (t.mu held).
-func (t *telemetry) waitChange() <-chan struct{} {
+// awaitChange is the channel the next change closes (t.mu held).
+func (t *telemetry) awaitChange() <-chan struct{} {
 	t.taken = true
 	return t.changed
 }

@@ -81,7 +81,7 @@ func (t *telemetry) tick(w uint64, now time.Time, retention time.Duration) []Ser
 	return events
 }
 
-// close wakes every Wait for good.
+// close wakes every AwaitApplied for good.
 func (t *telemetry) close() {
 	t.mu.Lock()
 	if !t.closed {
