@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/idle"
 )
 
 // Connection limits (ServerConfig.MaxConns, MaxConnsPerAddr, MaxPending).
@@ -137,7 +139,7 @@ func (s *Server) backoff(ctx context.Context, err error, n int) {
 		s.emit(ServerEvent{Kind: EventAcceptFailed, Err: err})
 	}
 	d := acceptBackoffMin << min(n-1, 8)
-	sleepCtx(ctx, min(d, acceptBackoffMax))
+	idle.Sleep(ctx, min(d, acceptBackoffMax))
 }
 
 // orDefault is v, or def when v is 0.

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
@@ -20,7 +21,7 @@ func (s *Server) punchLoop(ctx context.Context) {
 		case errors.Is(err, ErrClosed):
 			return
 		case err != nil:
-			sleepCtx(ctx, 10*time.Millisecond)
+			idle.Sleep(ctx, 10*time.Millisecond)
 		}
 	}
 }
