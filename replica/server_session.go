@@ -82,6 +82,10 @@ type session struct {
 	// lastStatus is the mirror's last STATUS, whose texts the next reuses
 	// (the reader's only).
 	lastStatus wire.Status
+	// start is the first sequence the session serves: the HELLO's start
+	// resolved (the ring's newest record for latest). The mirror's lag
+	// counts from it (MirrorInfo.Start). Set by the handshake before join.
+	start uint64
 	// held is the last record a resuming mirror already holds (HELLO
 	// asked to continue after it; 0 otherwise): a STATUS may report it
 	// before this connection sent anything. Set by the handshake before
@@ -216,7 +220,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		return err
 	}
 	first, reset := s.startOf(h.Seq)
-	ss.cursor = first
+	ss.cursor, ss.start = first, first
 	if h.Seq != wire.StartNewest && h.Seq != wire.StartOldest && !reset {
 		ss.held = first - 1 // a resumed mirror holds what came before
 	}
