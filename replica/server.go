@@ -31,19 +31,20 @@ type Server struct {
 	// lastSent is the last sequence the datagram stream is done with:
 	// every record up to it was handed to the transport (or skipped as
 	// lost or too big, or there was nobody to send to). Stored once by
-	// NewServer, then written only by the sender goroutine (sendLoop),
-	// with storeMax so that it never goes back (a resend in smaller
-	// frames rewinds the sender, not lastSent), before the batch's
-	// SendBatch. Sessions load it for their catch-up end, NAK checks and
-	// heartbeats; punchLoop for a punched mirror's catch-up end.
+	// NewServer, then written only by sender rounds under sendMu (the
+	// sender goroutine's, a Handoff's, or a Loop turn's), with storeMax so
+	// that it never goes back (a resend in smaller frames rewinds the
+	// sender, not lastSent), before the batch's SendBatch. Sessions load
+	// it for their catch-up end, NAK checks and heartbeats; punchLoop for
+	// a punched mirror's catch-up end.
 	lastSent atomic.Uint64
 	// sentDone is lastSent once no send call carrying it is under way:
-	// stored by NewServer, then (storeMax) by sender rounds under sendMu
-	// (the sender goroutine's, or Handoff's on a hub mirror's goroutine),
-	// after SendBatch returned or where nothing was sent. A live session's TCP heartbeat announces it, not
-	// lastSent: the TCP frame must not overtake datagrams still in the
-	// send call (with many rings on one interface's TX ring, the wait for
-	// room), or the mirror takes them for lost and NAKs them.
+	// stored by NewServer, then (storeMax) by sender rounds under sendMu,
+	// after SendBatch returned or where nothing was sent. A live
+	// session's TCP heartbeat announces it, not lastSent: the TCP frame
+	// must not overtake datagrams still in the send call (with many rings
+	// on one interface's TX ring, the wait for room), or the mirror takes
+	// them for lost and NAKs them.
 	sentDone atomic.Uint64
 	// dests publishes the unicast destinations of punched sessions, a
 	// fresh slice each time: stored by rebuildDests under mu (from session

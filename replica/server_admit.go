@@ -82,8 +82,8 @@ func (s *Server) release(c net.Conn, peer netip.Addr, pending bool) {
 	}
 }
 
-// wentLive moves a session out of the pending count, once, and wakes the
-// Waits (a live session counts).
+// wentLive moves a session out of the pending count, once, and wakes
+// every AwaitApplied (a live session counts).
 func (ss *session) wentLive() {
 	if ss.pending.CompareAndSwap(true, false) {
 		s := ss.srv

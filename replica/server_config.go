@@ -25,7 +25,7 @@ type ServerConfig struct {
 	Batch     int            // at most this many records per frame (0: fill the MTU)
 	// Linger paces frames: a frame leaves when full, or at most once per
 	// Linger; a lone record coming more than Linger after the previous
-	// frame leaves at once. Negative: adaptive (50 µs); 0: no pacing.
+	// frame leaves at once. Negative: AdaptiveLinger; 0: no pacing.
 	Linger time.Duration
 	// Wait is how the datagram sender waits for records (WaitMode; default
 	// WaitAdaptive). Spin is WaitSpin.

@@ -165,7 +165,7 @@ func (ss *session) park(ctx context.Context, d time.Duration, seen uint64) error
 		ss.sleep(ctx, d, true)
 	}
 	for !ss.hand.CompareAndSwap(handParked, handWriter) {
-		runtime.Gosched() // a sender is writing frames: a few microseconds
+		runtime.Gosched() // a sender is writing frames: non-blocking write(2)s, never a wait
 	}
 	ss.mu.Lock()
 	n := ss.bw.Buffered()

@@ -125,12 +125,12 @@ type session struct {
 	wake  chan struct{} // the sender's "the ring moved" (capacity 1)
 	timer *time.Timer
 
-	// reportOnAsk: the mirror reports early only when asked (HelloReportOnAsk
-	// acknowledged; set by the handshake before register). askFor is the
-	// highest sequence an AwaitApplied wants a STATUS for (storeMax by AwaitApplied, then a
-	// send on ask, capacity 1, which wakes the writer); the writer sends
-	// REPORT(askFor) once for each rise (asked, the writer's). askFor
-	// publishes only itself.
+	// reportOnAsk: the mirror reports early only when asked
+	// (HelloReportOnAsk acknowledged; set by the handshake before
+	// register). askFor is the highest sequence an AwaitApplied wants a
+	// STATUS for (storeMax by AwaitApplied, then a send on ask, capacity
+	// 1, which wakes the writer); the writer sends REPORT(askFor) once for
+	// each rise (asked, the writer's). askFor publishes only itself.
 	reportOnAsk bool
 	askFor      atomic.Uint64
 	ask         chan struct{}

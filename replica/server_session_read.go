@@ -89,8 +89,8 @@ func (ss *session) status(h wire.Header, p []byte) error {
 	ss.lastStatus = st
 	// A mirror applies only records it was sent (on this connection, or
 	// before it, up to where it resumed): a STATUS claiming more is forged
-	// (it would satisfy Server.AwaitApplied for records nobody has), and ends the
-	// session like a NAK for records never sent.
+	// (it would satisfy Server.AwaitApplied for records nobody has), and
+	// ends the session like a NAK for records never sent.
 	if sent := max(ss.maxSent(), ss.held); st.Applied > sent {
 		return fmt.Errorf("%w: STATUS applied %d, past the last record sent (%d)", wire.ErrMalformed, st.Applied, sent)
 	}

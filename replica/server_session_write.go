@@ -159,8 +159,8 @@ func (ss *session) sleep(ctx context.Context, d time.Duration, wake bool) {
 	ss.timer.Stop()
 }
 
-// reportIfAsked sends REPORT when an AwaitApplied asked for a later sequence than
-// the last REPORT did (writer goroutine).
+// reportIfAsked sends REPORT when an AwaitApplied asked for a later
+// sequence than the last REPORT did (writer goroutine).
 func (ss *session) reportIfAsked() error {
 	seq := ss.askFor.Load()
 	if seq <= ss.asked {
@@ -175,7 +175,7 @@ func (ss *session) reportIfAsked() error {
 // once seq is applied (any goroutine; the writer sends the REPORT).
 func (ss *session) askReport(seq uint64) {
 	if !ss.reportOnAsk || seq <= ss.askFor.Load() {
-		return // asked already: every change an AwaitApplied wakes for need not wake the writer
+		return // asked already: not every change an AwaitApplied wakes for wakes the writer
 	}
 	storeMax(&ss.askFor, seq)
 	select {

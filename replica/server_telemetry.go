@@ -24,11 +24,10 @@ const DefaultMirrorRows = 256
 // it. LagRecords is the ring's write_seq minus the later of Applied and
 // Start−1; Lag is the age of the oldest record the mirror owes and has
 // not applied: how long ago the source first saw a write_seq beyond it
-// (its clock, sampled every seqSampleEvery; 0 when the mirror is caught
-// up). Both are taken when a STATUS arrives; once a mirror's STATUS is
-// older than five of its intervals (it stopped, hung or left), they are
-// taken at the time of the call, so the lag of a silent mirror keeps
-// growing.
+// (its clock, sampled every 10 ms; 0 when the mirror is caught up). Both
+// are taken when a STATUS arrives; once a mirror's STATUS is older than
+// five of its intervals (it stopped, hung or left), they are taken at the
+// time of the call, so the lag of a silent mirror keeps growing.
 type MirrorInfo struct {
 	ID        uint64         // the mirror's identity (0: it has not reported)
 	Name      string         // the mirror's name, from its STATUS
@@ -67,8 +66,8 @@ type mirrorRow struct {
 type telemetry struct {
 	mu   sync.Mutex
 	rows []*mirrorRow
-	// changed is closed and replaced on a change once an AwaitApplied has taken
-	// it (taken): a STATUS nobody waits for allocates nothing.
+	// changed is closed and replaced on a change once an AwaitApplied has
+	// taken it (taken): a STATUS nobody waits for allocates nothing.
 	changed chan struct{}
 	taken   bool
 	closed  bool
@@ -93,8 +92,8 @@ func (t *telemetry) broadcast() {
 	t.changed, t.taken = make(chan struct{}), false
 }
 
-// wakeAwaits wakes every AwaitApplied: a count may have changed without a STATUS
-// (a session went live).
+// wakeAwaits wakes every AwaitApplied: a count may have changed without
+// a STATUS (a session went live).
 func (t *telemetry) wakeAwaits() {
 	t.mu.Lock()
 	t.broadcast()
