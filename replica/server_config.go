@@ -49,8 +49,9 @@ type ServerConfig struct {
 	// Loopback delivers multicast to receivers on this host too.
 	Loopback bool
 	// Events, when set, is told about mirror connections (from the
-	// connection's goroutine) and lag warnings (from the telemetry
-	// goroutine); it must not block.
+	// connection's goroutine), refusals and failed accepts (from Serve's
+	// goroutine) and lag warnings (from the telemetry goroutine); it must
+	// not block.
 	Events func(ServerEvent)
 	// NoTelemetry ignores HelloTelemetry: every mirror is served as a
 	// version-1 peer and sends no STATUS.

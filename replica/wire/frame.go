@@ -109,7 +109,7 @@ const (
 
 // HELLO start sequences.
 const (
-	StartNewest uint64 = 0          // only records published from now on
+	StartNewest uint64 = 0          // the newest record, then those published after it
 	StartOldest uint64 = ^uint64(0) // everything the source still retains
 )
 
