@@ -44,6 +44,14 @@ type LoopStats struct {
 // polling threads do not outnumber the cores: what a media driver does
 // for all its streams.
 //
+//	           +------------- Loop.Run (one locked thread) --------------+
+//	ring A --> | serverMember A: sender round --> Transport.SendBatch     |
+//	ring B --> | serverMember B: sender round --> Transport.SendBatch     |
+//	socket --> | mirrorMember C: step (TCP frames, RecvBatch(0), publish) | --> ring C'
+//	           | none found work: idle.Idler.Idle (sched_yield, or ppoll  |
+//	           | on every mirror's descriptors and the loop's Waker)      |
+//	           +---------------------------------------------------------+
+//
 // Who wakes a sleeping loop (Wait block, or adaptive's last phase): a
 // datagram for a mirror (its transport's descriptors, which the loop
 // polls in ppoll), a TCP frame or a shared AF_XDP socket's datagram (the
