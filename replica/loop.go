@@ -19,8 +19,9 @@ var ErrLoopRunning = errors.New("replica: loop already running")
 // LoopConfig configures a Loop.
 type LoopConfig struct {
 	// Wait is how the loop waits after a turn in which no member found
-	// work (default WaitAdaptive): the same modes, thresholds and
-	// descriptors as a single server's or mirror's loop.
+	// work (default WaitAdaptive): the same modes as a single server's or
+	// mirror's loop, with a mirror's thresholds (idle.Strategy) and every
+	// mirror member's descriptors.
 	Wait WaitMode
 	// Pin binds the loop's thread to a CPU.
 	Pin Pin

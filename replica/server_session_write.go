@@ -135,7 +135,7 @@ func (ss *session) sleepFor(ctx context.Context, d time.Duration, seen uint64) {
 // sleep waits at most d: for the wake channel (with wake: the sender's
 // wake-up, or in a graceful stop the reader's), ctx, or the beginning of a
 // graceful stop. Sessions never block in a futex system call: that would
-// hold a P per mirror.
+// hold an OS thread per mirror.
 func (ss *session) sleep(ctx context.Context, d time.Duration, wake bool) {
 	var w, stop <-chan struct{}
 	if wake {
