@@ -261,7 +261,7 @@ func unixNanoOrZero(t time.Time) int64 {
 // (session.writeDirect) as a net.Conn's would: f runs with the descriptor
 // held open, again after a wait for the event it waits for when it
 // returns false. Its writes do not take wmu: the caller orders them with
-// the others (a session's hand: the writer or one sender, never both).
+// the others (a session's owner: the writer or one sender, never both).
 func (c *rawConn) SyscallConn() (syscall.RawConn, error) { return rawSys{c}, nil }
 
 // rawSys is a rawConn's syscall.RawConn.

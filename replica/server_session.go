@@ -136,12 +136,12 @@ type session struct {
 	ask         chan struct{}
 	asked       uint64
 
-	cursor uint64 // next sequence to send over TCP (whoever hand names)
-	feed   *feed  // hand's owner's
+	cursor uint64 // next sequence to send over TCP (whoever owner names)
+	feed   *feed  // owner's
 	buf    []byte
-	// hand names the owner of cursor, feed and buf (server_direct.go):
+	// owner names who owns cursor, feed and buf (server_direct.go):
 	// the writer, or while it is parked a sender writing directly.
-	hand atomic.Uint32
+	owner atomic.Uint32
 	// rawc is the plain TCP connection's, for direct sends (nil: TLS);
 	// rawWrite writes wdata to it, leaving wn and werr (under mu).
 	rawc     syscall.RawConn

@@ -65,7 +65,7 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, wri
 // finishes the session (finish).
 func (ss *session) writeLoop(ctx context.Context) error {
 	s := ss.srv
-	defer ss.hand.Store(handGone) // from handWriter: no sender holds it
+	defer ss.owner.Store(ownerGone) // from ownerWriter: no sender holds it
 	for ctx.Err() == nil {
 		select {
 		case <-s.stop.begun:
