@@ -9,7 +9,8 @@ import (
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
-// readLoop reads the mirror's frames: NAKs, answered from the ring.
+// readLoop reads the mirror's frames: NAKs, answered from the ring, and
+// STATUS frames, applied to the table of mirrors.
 func (ss *session) readLoop(br *bufio.Reader) error {
 	nf := newFeed(ss.srv.ring)
 	buf := make([]byte, 0, tcpFrameMax+wire.HeaderSize)
