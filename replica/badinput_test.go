@@ -22,19 +22,19 @@ import (
 // biEvents collects a server's events.
 type biEvents struct {
 	mu  sync.Mutex
-	evs []replica.Event
+	evs []replica.ServerEvent
 }
 
-func (e *biEvents) add(ev replica.Event) {
+func (e *biEvents) add(ev replica.ServerEvent) {
 	e.mu.Lock()
 	e.evs = append(e.evs, ev)
 	e.mu.Unlock()
 }
 
 // wait returns the first event of kind k about peer.
-func (e *biEvents) wait(t *testing.T, peer net.Addr, k replica.EventKind) (replica.Event, bool) {
+func (e *biEvents) wait(t *testing.T, peer net.Addr, k replica.ServerEventKind) (replica.ServerEvent, bool) {
 	t.Helper()
-	var found replica.Event
+	var found replica.ServerEvent
 	ok := poll(5*time.Second, 5*time.Millisecond, func() bool {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -143,7 +143,7 @@ func TestBadInputTCP(t *testing.T) {
 		hello    bool   // complete a valid handshake first
 		send     []byte // then send this
 		halfOpen bool   // then shut down our side
-		kind     replica.EventKind
+		kind     replica.ServerEventKind
 		want     error
 	}{
 		{"garbage", false, []byte("GET / HTTP/1.1\r\nHost: ringfire\r\n\r\n"), false, replica.EventRejected, wire.ErrMalformed},

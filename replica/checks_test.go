@@ -212,9 +212,9 @@ func oneConnection(t *testing.T, st replica.MirrorStats) {
 }
 
 // logEvents logs the mirror connections the source saw end in an error.
-func logEvents(t *testing.T) func(replica.Event) {
+func logEvents(t *testing.T) func(replica.ServerEvent) {
 	start := time.Now()
-	return func(e replica.Event) {
+	return func(e replica.ServerEvent) {
 		if e.Kind != replica.EventConnected && e.Err != nil && !errors.Is(e.Err, net.ErrClosed) {
 			t.Logf("source, after %v: mirror %v %v: %v", time.Since(start).Round(time.Millisecond), e.Peer, e.Kind, e.Err)
 		}

@@ -50,7 +50,7 @@ func exampleRun(m *replica.Mirror) (stop func()) {
 	return func() { cancel(); <-ran; m.Close() }
 }
 
-// A Server serves a ring; Wait blocks until mirrors have applied a record,
+// A Server serves a ring; AwaitApplied blocks until mirrors have applied a record,
 // and Mirrors lists what they report.
 func ExampleServer() {
 	srv, dir, stop, err := exampleSource(100)
@@ -70,7 +70,7 @@ func ExampleServer() {
 
 	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer wcancel()
-	n, err := srv.Wait(wctx, 1, 100)
+	n, err := srv.AwaitApplied(wctx, 1, 100)
 	fmt.Println("mirrors that applied record 100:", n, err)
 	for _, mi := range srv.Mirrors() {
 		fmt.Println(mi.Name, "applied", mi.Applied, "over", mi.Transport)

@@ -24,7 +24,7 @@ func QueuedFrames(m *Mirror) int {
 // (tests check that readers see records before the batch ends).
 func AfterDatagram(m *Mirror, hook func(i int, last, batchLast uint64)) { m.afterDatagram = hook }
 
-// StopGrace bounds a graceful stop (source_stop.go).
+// StopGrace bounds a graceful stop (server_stop.go).
 const StopGrace = stopGrace
 
 // LoopTurner turns a Loop that does not Run, from the test's goroutine:

@@ -47,11 +47,11 @@ func TestTCPHeartbeatDoesNotOvertakeTheSend(t *testing.T) {
 	mr.connected()
 	src.push(1)
 	mr.waitFor(1, 10*time.Second)
-	// Past its catch-up (Wait counts only live mirrors): record 2 can
+	// Past its catch-up (AwaitApplied counts only live mirrors): record 2 can
 	// only come by datagram, or by a NAK's answer.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := srv.Wait(ctx, 1, 1); err != nil {
+	if _, err := srv.AwaitApplied(ctx, 1, 1); err != nil {
 		t.Fatalf("the mirror never went live: %v", err)
 	}
 	base := mr.m.Stats() // the catch-up may have counted record 1 as repaired

@@ -66,7 +66,7 @@ func TestSpoofedPunchRefused(t *testing.T) {
 }
 
 // TestForgedStatusEndsSession: a peer claiming in STATUS to have applied
-// records the source never sent is cut off (BadFrames), and Server.Wait
+// records the source never sent is cut off (BadFrames), and Server.AwaitApplied
 // never counts it.
 func TestForgedStatusEndsSession(t *testing.T) {
 	p, src := pairSource(t, 1024)
@@ -85,8 +85,8 @@ func TestForgedStatusEndsSession(t *testing.T) {
 	testenv.Until(t, 5*time.Second, "the forger's session closed as a protocol error", func() bool { return srv.Stats().BadFrames >= 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if n, _ := srv.Wait(ctx, 1, 1000); n != 0 {
-		t.Fatalf("Wait counted %d mirrors for record 1000, which does not exist", n)
+	if n, _ := srv.AwaitApplied(ctx, 1, 1000); n != 0 {
+		t.Fatalf("AwaitApplied counted %d mirrors for record 1000, which does not exist", n)
 	}
 	for _, m := range srv.Mirrors() {
 		if m.Applied > 5 {
@@ -230,7 +230,7 @@ func TestReaderThatNeverReads(t *testing.T) {
 	lan, src := lanSource(t, 3, 1<<16)
 	src.push(60000) // 3.4 MB of history: more than any socket buffer
 	var ended atomic.Int32
-	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup(), Events: func(e replica.Event) {
+	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup(), Events: func(e replica.ServerEvent) {
 		if e.Kind == replica.EventDisconnected && e.Err != nil {
 			ended.Add(1)
 		}

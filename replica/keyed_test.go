@@ -66,7 +66,7 @@ func TestKeyRefused(t *testing.T) {
 	p, src := pairSource(t, 1024)
 	var rejected atomic.Int32
 	var lastErr atomic.Value
-	events := func(e replica.Event) {
+	events := func(e replica.ServerEvent) {
 		if e.Kind == replica.EventRejected && errors.Is(e.Err, replica.ErrKeyRequired) {
 			rejected.Add(1)
 			lastErr.Store(e.Err.Error())

@@ -19,8 +19,9 @@ var ErrLoopRunning = errors.New("replica: loop already running")
 // LoopConfig configures a Loop.
 type LoopConfig struct {
 	// Wait is how the loop waits after a turn in which no member found
-	// work (default WaitAdaptive): the same modes, thresholds and
-	// descriptors as a single server's or mirror's loop.
+	// work (default WaitAdaptive): the same modes as a single server's or
+	// mirror's loop, with a mirror's thresholds (idle.Strategy) and every
+	// mirror member's descriptors.
 	Wait WaitMode
 	// Pin binds the loop's thread to a CPU.
 	Pin Pin
@@ -43,6 +44,14 @@ type LoopStats struct {
 // many rings then has one polling thread instead of two per ring, so
 // polling threads do not outnumber the cores: what a media driver does
 // for all its streams.
+//
+//	           +------------- Loop.Run (one locked thread) --------------+
+//	ring A --> | serverMember A: sender round --> Transport.SendBatch     |
+//	ring B --> | serverMember B: sender round --> Transport.SendBatch     |
+//	socket --> | mirrorMember C: step (TCP frames, RecvBatch(0), publish) | --> ring C'
+//	           | none found work: idle.Idler.Idle (sched_yield, or ppoll  |
+//	           | on every mirror's descriptors and the loop's Waker)      |
+//	           +---------------------------------------------------------+
 //
 // Who wakes a sleeping loop (Wait block, or adaptive's last phase): a
 // datagram for a mirror (its transport's descriptors, which the loop

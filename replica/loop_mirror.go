@@ -88,11 +88,10 @@ func (mm *mirrorMember) turn(now time.Time) bool {
 // idle reports whether a step now would find nothing: no TCP frame or
 // reader error queued, a transport that says nothing is pending (or
 // none), and nothing due before mm.next. A mirror that reads its socket
-// itself (direct) is never idle: only a read(2) tells, one per turn (about
-// 0.5 µs when it finds nothing). The reader goroutine it replaces woke a
-// runtime thread in Go's poller for every frame: at 20 k records/s a Loop
-// per host is 2.0–2.5× faster without it; a saturated loop at 200 k/s
-// can be slower (docs/benchmarks.md, 2026-12-03, evening).
+// itself (direct) is never idle: only a read(2) tells, one per turn, a
+// system call that returns EAGAIN at once when nothing came. The reader
+// goroutine it replaces would wake a runtime thread in Go's poller for
+// every frame; a saturated loop pays the read(2) on every turn instead.
 func (mm *mirrorMember) idle(now time.Time) bool {
 	c := mm.c
 	if len(c.frames) > 0 || len(c.errc) > 0 || !now.Before(mm.next) {

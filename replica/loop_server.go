@@ -111,8 +111,8 @@ func (m *serverMember) turn(now time.Time) bool {
 	}
 	// The turn found work when it sent records (the target moved: the
 	// loop's Adaptive phases start again, as a thread's sender's do after
-	// each wait; a loop of servers alone, whose sends never counted, went
-	// to sleep on every idle turn 200 µs after its first), or when more
+	// each wait; without this, a loop of servers alone would stay in its
+	// sleep phase once reached, however busy its rings), or when more
 	// are there (a full batch, or new ones came during the round).
 	return m.target != before || w >= m.target
 }

@@ -152,9 +152,9 @@ func TestLoopServerReceivesOnlyArrivedPunches(t *testing.T) {
 
 // A server's turn that sends records reports work, so that a Loop's
 // Adaptive phases start again after it (Idler.Busy); one with nothing new
-// does not. A turn that sent what was there reported none before, and a
-// Loop of servers alone slept on every idle turn once 200 µs had passed
-// since its first (24,797 sleeps in 1.8 s at 200,000 records/s).
+// does not. Were a turn that sent what was there to report none, a Loop
+// of servers alone would sleep on every idle turn once its yield phase
+// had passed, however busy its rings.
 func TestLoopServerSendIsWork(t *testing.T) {
 	src, mr, st := loopServer(t, nil)
 	tt := turners{tb: t, loops: []*replica.LoopTurner{st}}

@@ -20,7 +20,8 @@ type tcpFrame struct {
 }
 
 // conn is a mirror's connection to its source: the TCP control stream
-// (read by its own goroutine, handed over frame by frame) and, when the
+// (read by a goroutine of its own and handed over frame by frame, or, in
+// direct mode, read by the run loop itself: tcpReader) and, when the
 // source sends datagrams, the datagram transport.
 type conn struct {
 	tcp    net.Conn

@@ -86,7 +86,7 @@ func TestDirectTCPWakesOnTheSocket(t *testing.T) {
 // process watches it (/proc/self/fdinfo of every eventpoll descriptor),
 // so a frame that arrives wakes no runtime thread in epoll_wait, only the
 // run loop's ppoll. The mirror still writes on it: its STATUS reaches the
-// source (Server.Wait returns), and it closes cleanly.
+// source (Server.AwaitApplied returns), and it closes cleanly.
 func TestDirectTCPOutOfGoPoller(t *testing.T) {
 	p, src := pairSource(t, 4096)
 	scfg, mcfg := transportConfigs("tcp")
@@ -104,7 +104,7 @@ func TestDirectTCPOutOfGoPoller(t *testing.T) {
 		t.Fatalf("descriptor %d is in the epoll set of descriptors %v", fd, eps)
 	}
 	if n, err := stepUntilWaited(t, m, srv, 10); n != 1 {
-		t.Fatalf("Wait for the STATUS of 10 records: %d, %v (%+v)", n, err, m.Stats())
+		t.Fatalf("AwaitApplied for the STATUS of 10 records: %d, %v (%+v)", n, err, m.Stats())
 	}
 }
 
@@ -144,10 +144,9 @@ func epollsWatching(t *testing.T, fd int) []int {
 // On a Loop too, a mirror without datagrams reads its socket itself: no
 // reader goroutine, the socket in no epoll instance, and a Loop that
 // blocks sleeps in ppoll on it (each record ends a sleep as a
-// descriptor's, not as the Waker's). It used to keep the reader, whose
-// socket in Go's poller woke a runtime thread inside the source's write
-// for every frame (the bench's Loop-per-host stages at 20 k/s: same host
-// 30–51 µs p50 with the reader, 15–19 without).
+// descriptor's, not as the Waker's). A reader goroutine would keep the
+// socket in Go's poller, which wakes a runtime thread inside the source's
+// write for every frame.
 func TestDirectTCPOnALoop(t *testing.T) {
 	p, src := pairSource(t, 4096)
 	scfg, mcfg := transportConfigs("tcp")

@@ -38,7 +38,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 					return ctxOr(ctx, err)
 				}
 				m.connectFailed(ctx, err, m.cfg.Reconnect)
-				sleepCtx(ctx, m.cfg.Reconnect)
+				idle.Sleep(ctx, m.cfg.Reconnect)
 				continue
 			}
 		}
@@ -47,7 +47,7 @@ func (m *Mirror) Run(ctx context.Context) error {
 			if m.cfg.Once || ctx.Err() != nil {
 				return ctxOr(ctx, err)
 			}
-			sleepCtx(ctx, m.cfg.Reconnect)
+			idle.Sleep(ctx, m.cfg.Reconnect)
 			continue
 		}
 	}

@@ -50,10 +50,11 @@ func (m *Mirror) status() wire.Status {
 }
 
 // reportStatus hands a STATUS to the connection's status writer when one
-// is due: every StatusInterval, and early so that the source's Wait hears
-// in about a round trip: once what a REPORT asked for is applied, or, for
-// a source without the extension, whenever the mirror has just applied
-// everything it heard of (at most every StatusInterval/20). It never
+// is due: every StatusInterval, and early so that the source's
+// AwaitApplied hears in about a round trip: once what a REPORT asked for
+// is applied, or, for a source without the extension, whenever the mirror
+// has just applied everything it heard of (at most every
+// StatusInterval/20). It never
 // blocks: a STATUS the writer has not taken yet is replaced by the newer
 // one.
 func (m *Mirror) reportStatus(c *conn, now time.Time) {

@@ -26,7 +26,8 @@ type tcpReader struct {
 	err    error
 }
 
-// errAgain is a source's "nothing to read now".
+// errAgain is what a tcpReader's src returns when nothing is there to
+// read now.
 var errAgain = errors.New("replica: nothing to read")
 
 // directRcvBuf is the receive buffer a direct reader asks its socket for
@@ -49,10 +50,10 @@ func newTCPReader(src func([]byte) (int, error), fd, maxLen, size int, pre []byt
 }
 
 // directReader is the direct reader of a plain TCP or Unix stream
-// connection, with the
-// connection moved out of Go's poller (rawConn, which the caller uses in
-// tcp's place from then on); nil for any other (TLS) connection, or if the
-// socket could not be moved. It takes what br buffered past the handshake.
+// connection, with the connection moved out of Go's poller (rawConn,
+// which the caller uses in tcp's place from then on); nil for any other
+// (TLS) connection, or if the socket could not be moved. It takes what br
+// buffered past the handshake.
 func directReader(tcp net.Conn, br *bufio.Reader, maxLen int) (*tcpReader, *rawConn) {
 	tc, ok := plainSocket(tcp)
 	if !ok {

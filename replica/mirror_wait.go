@@ -8,9 +8,11 @@ import (
 )
 
 // The mirror's hot loop (Run) waits with an idle.Idler when a step found
-// nothing: it spins, yields or parks in ppoll as MirrorConfig.Wait says,
-// on the transport's descriptors (Pollable) and the mirror's Waker. Who
-// wakes it:
+// nothing, as MirrorConfig.Wait says: spin polls again, yield calls
+// sched_yield between polls, block parks in ppoll on the transport's
+// descriptors (Pollable) and the mirror's Waker, and adaptive yields for
+// idle.DefaultYieldFor after the last work, then parks (it does not
+// spin: idle.DefaultSpinFor is 0). Who wakes a parked loop:
 //
 //	a datagram         the kernel makes a transport descriptor readable
 //	a TCP frame        conn.readLoop queues it, then notify (Waker.Notify);
@@ -92,7 +94,7 @@ func (m *Mirror) nextDue(c *conn, now time.Time) time.Duration {
 // waiting, then, if nothing came, wait as the strategy says.
 func (m *Mirror) idleRound(c *conn) error {
 	if !m.pollable {
-		_, _, err := m.step(m.legacyWait())
+		_, _, err := m.step(m.recvWait())
 		return err
 	}
 	m.idler.Round()
@@ -113,9 +115,9 @@ func (m *Mirror) idleRound(c *conn) error {
 	return nil
 }
 
-// legacyWait is how long a step waits in RecvBatch for a transport that
+// recvWait is how long a step waits in RecvBatch for a transport that
 // is not Pollable.
-func (m *Mirror) legacyWait() time.Duration {
+func (m *Mirror) recvWait() time.Duration {
 	if m.cfg.Wait == WaitSpin || m.cfg.Wait == WaitYield {
 		return 0
 	}

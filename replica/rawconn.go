@@ -14,24 +14,21 @@ import (
 
 // rawConn is a direct mirror's TCP connection once it is out of Go's
 // poller: the socket is duplicated and the net.TCPConn closed, which takes
-// it out of the runtime's epoll set. Left in it, every frame that arrived
-// woke the thread the runtime keeps in epoll_wait (any process with a
-// goroutine parked on a socket has one), inside the sender's write(2): a
-// same-host frame's write took 15 µs instead of 5 (a two-thread
-// microbenchmark, 2026-12-02). The run loop reads it without blocking
-// (readNow) and sleeps in ppoll on it; writes (STATUS, NAK) wait in ppoll
-// for room, up to the write deadline.
+// it out of the runtime's epoll set. Left in it, every frame that arrives
+// wakes the thread the runtime keeps in epoll_wait (any process with a
+// goroutine parked on a socket has one), and that wake-up lands inside
+// the sender's write(2) on the same host, which it lengthens. The run
+// loop reads it without blocking (readNow) and sleeps in ppoll on it;
+// writes (STATUS, NAK) wait in ppoll for room, up to the write deadline.
 //
 // A source's session on a Unix socket is one too, for another wake-up: a
 // Unix stream tells its writer's socket there is room again each time the
 // reader takes a frame, and an epoll set that holds that socket (Go's
 // poller registers every socket for EPOLLOUT too) wakes its thread for
-// each. With the source's socket in Go's poller a same-host frame took
-// 17 µs p50 where it takes 7.5 out of it (a two-thread microbenchmark,
-// 64-byte frames every 50 µs, 19,200 wake-ups for 20,000 frames,
-// 2026-12-04; TCP wakes none: it tells only a writer that found no room).
-// The session's goroutines then wait in ppoll for what they wait for
-// (POLLIN, or POLLOUT when the socket is full), which no other event wakes.
+// each frame (TCP wakes none: it tells only a writer that found no room).
+// Out of the poller, the session's goroutines wait in ppoll for what they
+// wait for (POLLIN, or POLLOUT when the socket is full), which no other
+// event wakes.
 //
 // ops guards fd: reads and writes hold it shared for their system calls,
 // Close exclusively to close the descriptor, so that no call ever meets a
@@ -264,7 +261,7 @@ func unixNanoOrZero(t time.Time) int64 {
 // (session.writeDirect) as a net.Conn's would: f runs with the descriptor
 // held open, again after a wait for the event it waits for when it
 // returns false. Its writes do not take wmu: the caller orders them with
-// the others (a session's hand: the writer or one sender, never both).
+// the others (a session's owner: the writer or one sender, never both).
 func (c *rawConn) SyscallConn() (syscall.RawConn, error) { return rawSys{c}, nil }
 
 // rawSys is a rawConn's syscall.RawConn.

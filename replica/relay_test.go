@@ -64,7 +64,7 @@ func TestLiveDatagramsKickNoRelay(t *testing.T) {
 }
 
 // A mirror's STATUS leaves through its status relay: the run loop kicks
-// it, its goroutine writes the frame, and the source's Wait hears it.
+// it, its goroutine writes the frame, and the source's AwaitApplied hears it.
 func TestStatusWrittenByRelay(t *testing.T) {
 	p, src := pairSource(t, 1024)
 	srv := src.serve(replica.ServerConfig{})
@@ -74,7 +74,7 @@ func TestStatusWrittenByRelay(t *testing.T) {
 	defer m.Close()
 	connectIn(t, p.B, m)
 	if n, err := stepUntilWaited(t, m, srv, 5); n != 1 {
-		t.Fatalf("Wait(1, 5) = %d, %v; status relay %+v", n, err, replica.StatusRelayStats(m))
+		t.Fatalf("AwaitApplied(1, 5) = %d, %v; status relay %+v", n, err, replica.StatusRelayStats(m))
 	}
 	if st := replica.StatusRelayStats(m); st.Fires == 0 {
 		t.Fatalf("status relay %+v: the STATUS did not go through it", st)
@@ -171,8 +171,8 @@ func turnedStream(t *testing.T, tweak func(*replica.MirrorConfig)) (*replica.Ser
 }
 
 // stepUntilWaited steps m from the test's goroutine until the source's
-// Wait for one mirror to apply seq returns (10 s at most: Wait's context
-// ends then), and returns what Wait did.
+// AwaitApplied for one mirror to apply seq returns (10 s at most: its
+// context ends then), and returns what AwaitApplied did.
 func stepUntilWaited(t *testing.T, m *replica.Mirror, srv *replica.Server, seq uint64) (int, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -182,7 +182,7 @@ func stepUntilWaited(t *testing.T, m *replica.Mirror, srv *replica.Server, seq u
 		err error
 	}
 	done := make(chan result, 1)
-	go func() { n, err := srv.Wait(ctx, 1, seq); done <- result{n, err} }()
+	go func() { n, err := srv.AwaitApplied(ctx, 1, seq); done <- result{n, err} }()
 	for {
 		if _, err := m.Step(); err != nil {
 			t.Fatal(err)

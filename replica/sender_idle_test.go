@@ -10,9 +10,9 @@ import (
 // A source with a datagram transport but no mirror taking datagrams (here
 // one TCP-only mirror) owes no heartbeat: its sender waits for the ring
 // between records (as long as an idle heartbeat's interval, up to 128 ms).
-// It used to find its heartbeat deadline always past (no datagram ever
-// sent) and spin on the ring without waiting: an idle `ringfire serve
-// --udp` with no mirror burned a whole core.
+// A sender that took its heartbeat deadline as always past (no datagram
+// ever sent) would poll the ring without waiting: an idle `ringfire serve
+// --udp` with no mirror would burn a whole core.
 func TestSenderWithoutDatagramMirrorsWaits(t *testing.T) {
 	p, src := pairSource(t, 1024)
 	scfg, _ := transportConfigs("unicast")

@@ -88,7 +88,7 @@ func TestTelemetryV1PeerBytes(t *testing.T) {
 }
 
 // A mirror configured without telemetry works unchanged, is listed
-// without a report, and never counts for Wait; so does a mirror of a
+// without a report, and never counts for AwaitApplied; so does a mirror of a
 // source that does not take telemetry.
 func TestTelemetryMirrorWithoutFlag(t *testing.T) {
 	eachMode(t, []string{"tcp", "multicast"}, func(t *testing.T, mode string) {
@@ -108,10 +108,10 @@ func TestTelemetryMirrorWithoutFlag(t *testing.T) {
 				t.Fatalf("%s without telemetry: table %+v", side, rows)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
-			n, err := srv.Wait(ctx, 1, 500)
+			n, err := srv.AwaitApplied(ctx, 1, 500)
 			cancel()
 			if n != 0 || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("%s without telemetry: Wait = %d, %v", side, n, err)
+				t.Fatalf("%s without telemetry: AwaitApplied = %d, %v", side, n, err)
 			}
 			r.close()
 			if st := m.Stats(); st.Gaps != 0 || st.Connects != 1 || srv.Stats().BadFrames != 0 {

@@ -161,10 +161,10 @@ func TestTelemetryFollowsStoppedMirror(t *testing.T) {
 // events collects the lag events of a server.
 type events struct {
 	mu   sync.Mutex
-	list []replica.Event
+	list []replica.ServerEvent
 }
 
-func (e *events) add(ev replica.Event) {
+func (e *events) add(ev replica.ServerEvent) {
 	if ev.Kind == replica.EventLagging || ev.Kind == replica.EventLagRecovered {
 		e.mu.Lock()
 		e.list = append(e.list, ev)
@@ -172,10 +172,10 @@ func (e *events) add(ev replica.Event) {
 	}
 }
 
-func (e *events) get() []replica.Event {
+func (e *events) get() []replica.ServerEvent {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return append([]replica.Event(nil), e.list...)
+	return append([]replica.ServerEvent(nil), e.list...)
 }
 
 // A mirror whose lag passes half the ring raises one EventLagging, however

@@ -27,7 +27,7 @@ type Transport interface {
 	// SendBatch sends ms[i].Buf to ms[i].Addr for every message and returns
 	// how many were sent. A transport that cannot wait for buffer space (a
 	// full ring) returns the count sent so far with ErrWouldBlock; kernel
-	// UDP waits in Go's poller until its socket has room.
+	// UDP waits in ppoll(2) until its socket has room.
 	SendBatch(ms []Message) (int, error)
 	// RecvBatch receives up to len(ms) datagrams. wait 0 polls without
 	// blocking; a positive wait blocks at most that long for the first
@@ -63,8 +63,8 @@ type Pollable interface {
 //
 // Arrived: datagrams have arrived, a due busy poll not counted. A server
 // on a Loop asks it for its PUNCHes, which need no busy polling: a
-// busy-poll syscall every few microseconds on a socket that carries one
-// PUNCH a second per mirror is pure cost, paid in every turn.
+// busy-poll syscall on a socket that carries one PUNCH a second per
+// mirror is pure cost, paid in every turn.
 type Peeker interface {
 	Pending(now time.Time) bool
 	Arrived() bool
@@ -73,10 +73,10 @@ type Peeker interface {
 // Withholder is a Transport that can tell, after a RecvBatch that
 // returned everything it could, that more datagrams have reached this host
 // which it cannot return yet: AF_PACKET's receive ring hands frames over a
-// block at a time, when the block is full or its retire timer fires (up to
-// a few milliseconds later). A mirror then does not NAK a hole that only a
-// heartbeat shows, whose datagrams may be among them, until they are
-// returned or NakRepeat has passed.
+// block at a time, when the block is full or its retire timer fires. A
+// mirror then does not NAK a hole that only a heartbeat shows, whose
+// datagrams may be among them, until they are returned or NakRepeat has
+// passed.
 type Withholder interface {
 	Withheld() bool
 }

@@ -44,12 +44,13 @@ type UDPConfig struct {
 // non-blocking socket. The socket is made and configured through package
 // net (x/net/ipv4 sets the multicast options); the transport keeps a
 // duplicate that is in no poller: every datagram and every freed send
-// buffer would otherwise wake the poller's thread, for nobody. Waits are ppoll(2) on the socket (a
-// blocked RecvBatch or a full send buffer), or the caller's own (Pollable).
-// The batch calls are our own (udp_unsafe.go) because
-// ipv4.PacketConn.ReadBatch allocates a net.UDPAddr per datagram.
+// buffer would otherwise wake the poller's thread, for nobody. Waits are
+// ppoll(2) on the socket (a blocked RecvBatch or a full send buffer), or
+// the caller's own (Pollable). The batch calls are our own
+// (udp_unsafe.go) because ipv4.PacketConn.ReadBatch allocates a
+// net.UDPAddr per datagram.
 type UDP struct {
-	fd int // the socket, ours alone (rawDup)
+	fd int // the socket, ours alone (netpoll.Dup)
 	// closed is set by Close (Store) before it shuts the socket down, which
 	// wakes calls in ppoll; they and later calls then return ErrClosed.
 	closed atomic.Bool

@@ -209,7 +209,7 @@ func TestUDPBatchAllocs(t *testing.T) {
 // The kernel UDP socket is in no epoll instance, Go's poller's included:
 // every datagram it receives and every send buffer the kernel frees
 // would otherwise wake the poller's thread, while the mirror's loop or a
-// ppoll waits for it (on the old os.File duplicate, it was).
+// ppoll waits for it (an os.File duplicate of the socket would be in it).
 func TestUDPSocketInNoPoller(t *testing.T) {
 	u, err := replica.NewUDP(replica.UDPConfig{Bind: netip.MustParseAddrPort("127.0.0.1:0")})
 	if err != nil {

@@ -233,7 +233,7 @@ func TestUnixHostilePeers(t *testing.T) {
 	p, src := pairSource(t, 1<<16)
 	path := unixSocket(t)
 	var ended atomic.Int32
-	srv := src.serve(replica.ServerConfig{Unix: path, Events: func(e replica.Event) {
+	srv := src.serve(replica.ServerConfig{Unix: path, Events: func(e replica.ServerEvent) {
 		if e.Kind == replica.EventDisconnected && e.Err != nil {
 			ended.Add(1)
 		}

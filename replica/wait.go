@@ -13,10 +13,12 @@ import (
 
 // WaitMode is how the hot loop of a Server (its datagram sender) or of a
 // Mirror (its receive loop) waits when a poll found nothing. Each hot loop
-// runs on a locked OS thread of its own (pinned with Pin):
+// runs on a locked OS thread of its own (pinned with Pin), or on a Loop's:
 //
-//	WaitAdaptive  the default: yield with sched_yield (200 µs), then
-//	              block (no spin phase: see idle.DefaultSpinFor)
+//	WaitAdaptive  the default: yield with sched_yield for a while (a
+//	              mirror or a Loop for idle.DefaultYieldFor, the sender
+//	              for senderYields polls), then block; it does not spin
+//	              (idle.DefaultSpinFor is 0)
 //	WaitBlock     sleep in the kernel: the sender on the ring's futex, the
 //	              mirror in ppoll(2) on its transport's descriptors and on
 //	              an eventfd its TCP reader writes when it queues a frame
@@ -70,9 +72,11 @@ func (p Pin) cpu() int {
 	return p.CPU
 }
 
-// Sender ring waits, in polls of write_seq: Adaptive's yield phase takes
-// about a hundred microseconds, as the mirror's does, and it does not
-// spin, for the same reason (idle.DefaultSpinFor).
+// The sender's adaptive wait on its ring, counted in polls of write_seq
+// (shm.Adaptive): no spin, for the reason idle.DefaultSpinFor gives, then
+// senderYields polls with a sched_yield between two, then the ring's
+// futex. The mirror's adaptive phases are counted in time instead
+// (idle.DefaultYieldFor): its Idler reads the clock, a ring wait does not.
 const (
 	senderSpins  = 0
 	senderYields = 200
@@ -83,7 +87,10 @@ const (
 // pinger and echo, matching the serve and mirror they run with) takes it.
 func RingWait(m WaitMode) shm.WaitStrategy { return ringWait(m) }
 
-// ringWait is the sender's strategy on the served ring for mode m.
+// ringWait is the sender's strategy on the served ring for mode m: spin
+// polls without pause, yield calls sched_yield between polls and never
+// sleeps, block polls 16 times and then sleeps on the ring's futex (which
+// the producer's publish wakes), adaptive as senderSpins says.
 func ringWait(m WaitMode) shm.WaitStrategy {
 	switch m {
 	case WaitSpin:

@@ -65,7 +65,8 @@ func (w withholding) Withheld() bool { return w.waiting.Load() }
 // of a burst is late, and a heartbeat announces that record first. A
 // transport that says it holds datagrams back keeps the mirror from
 // NAKing them; one that does not say so costs a NAK and a retransmission
-// of records that then arrive anyway (what AF_PACKET's NAKs were).
+// of records that then arrive anyway (what AF_PACKET's late blocks cause
+// without Withholder).
 func TestWithheldDatagramsAreNotNaked(t *testing.T) {
 	for _, say := range []bool{true, false} {
 		name := map[bool]string{true: "withheld", false: "silent"}[say]

@@ -29,7 +29,8 @@ const (
 	KindError Kind = 11
 	// KindReport: source → mirror, TCP, only after GeometryReportOnAsk:
 	// send a STATUS as soon as the records up to the header's seq are
-	// applied (a Wait for them began). Header only.
+	// applied (an AwaitApplied, or a graceful stop, waits for them).
+	// Header only.
 	KindReport Kind = 12
 	kindLast        = KindReport
 )
@@ -109,7 +110,7 @@ const (
 
 // HELLO start sequences.
 const (
-	StartNewest uint64 = 0          // only records published from now on
+	StartNewest uint64 = 0          // the newest record, then those published after it
 	StartOldest uint64 = ^uint64(0) // everything the source still retains
 )
 

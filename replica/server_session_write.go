@@ -65,7 +65,7 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, wri
 // finishes the session (finish).
 func (ss *session) writeLoop(ctx context.Context) error {
 	s := ss.srv
-	defer ss.hand.Store(handGone) // from handWriter: no sender holds it
+	defer ss.owner.Store(ownerGone) // from ownerWriter: no sender holds it
 	for ctx.Err() == nil {
 		select {
 		case <-s.stop.begun:
@@ -135,7 +135,7 @@ func (ss *session) sleepFor(ctx context.Context, d time.Duration, seen uint64) {
 // sleep waits at most d: for the wake channel (with wake: the sender's
 // wake-up, or in a graceful stop the reader's), ctx, or the beginning of a
 // graceful stop. Sessions never block in a futex system call: that would
-// hold a P per mirror.
+// hold an OS thread per mirror.
 func (ss *session) sleep(ctx context.Context, d time.Duration, wake bool) {
 	var w, stop <-chan struct{}
 	if wake {
@@ -159,8 +159,8 @@ func (ss *session) sleep(ctx context.Context, d time.Duration, wake bool) {
 	ss.timer.Stop()
 }
 
-// reportIfAsked sends REPORT when a Wait asked for a later sequence than
-// the last REPORT did (writer goroutine).
+// reportIfAsked sends REPORT when an AwaitApplied asked for a later
+// sequence than the last REPORT did (writer goroutine).
 func (ss *session) reportIfAsked() error {
 	seq := ss.askFor.Load()
 	if seq <= ss.asked {
@@ -175,7 +175,7 @@ func (ss *session) reportIfAsked() error {
 // once seq is applied (any goroutine; the writer sends the REPORT).
 func (ss *session) askReport(seq uint64) {
 	if !ss.reportOnAsk || seq <= ss.askFor.Load() {
-		return // asked already: every change a Wait wakes for need not wake the writer
+		return // asked already: not every change an AwaitApplied wakes for wakes the writer
 	}
 	storeMax(&ss.askFor, seq)
 	select {

@@ -52,11 +52,11 @@ func (s *Server) wakeTelemetry() {
 // tick samples write_seq w and returns the lag events due: EventLagging
 // when a mirror's lag passes half the ring's capacity, EventLagRecovered
 // once it is back to a quarter (one event per crossing).
-func (t *telemetry) tick(w uint64, now time.Time, retention time.Duration) []Event {
+func (t *telemetry) tick(w uint64, now time.Time, retention time.Duration) []ServerEvent {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.index.add(w, now)
-	var events []Event
+	var events []ServerEvent
 	for k := 0; k < len(t.rows); k++ {
 		r := t.rows[k]
 		if r.ss == nil && now.Sub(r.left) > retention {
@@ -72,16 +72,16 @@ func (t *telemetry) tick(w uint64, now time.Time, retention time.Duration) []Eve
 		switch {
 		case !r.info.Lagging && i.LagRecords > t.half:
 			r.info.Lagging, i.Lagging = true, true
-			events = append(events, Event{Kind: EventLagging, Peer: tcpAddr(i.Addr), Mirror: i})
+			events = append(events, ServerEvent{Kind: EventLagging, Peer: tcpAddr(i.Addr), Mirror: i})
 		case r.info.Lagging && i.LagRecords <= t.quarter:
 			r.info.Lagging, i.Lagging = false, false
-			events = append(events, Event{Kind: EventLagRecovered, Peer: tcpAddr(i.Addr), Mirror: i})
+			events = append(events, ServerEvent{Kind: EventLagRecovered, Peer: tcpAddr(i.Addr), Mirror: i})
 		}
 	}
 	return events
 }
 
-// close wakes every Wait for good.
+// close wakes every AwaitApplied for good.
 func (t *telemetry) close() {
 	t.mu.Lock()
 	if !t.closed {

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/idle"
 )
 
 // Connection limits (ServerConfig.MaxConns, MaxConnsPerAddr, MaxPending).
@@ -80,8 +82,8 @@ func (s *Server) release(c net.Conn, peer netip.Addr, pending bool) {
 	}
 }
 
-// wentLive moves a session out of the pending count, once, and wakes the
-// Waits (a live session counts).
+// wentLive moves a session out of the pending count, once, and wakes
+// every AwaitApplied (a live session counts).
 func (ss *session) wentLive() {
 	if ss.pending.CompareAndSwap(true, false) {
 		s := ss.srv
@@ -89,7 +91,7 @@ func (ss *session) wentLive() {
 		s.lim.pending--
 		s.mu.Unlock()
 	}
-	ss.srv.tele.wakeWaits() // its mirror now counts for a Wait
+	ss.srv.tele.wakeAwaits() // its mirror now counts for an AwaitApplied
 }
 
 // refuse closes a connection a limit refused: counted, and told to Events
@@ -105,7 +107,7 @@ func (s *Server) refuse(c net.Conn, why error) {
 	}
 	s.mu.Unlock()
 	if tell {
-		s.emit(Event{Kind: EventRefused, Peer: c.RemoteAddr(), Err: why})
+		s.emit(ServerEvent{Kind: EventRefused, Peer: c.RemoteAddr(), Err: why})
 	}
 }
 
@@ -134,10 +136,10 @@ func acceptRetry(err error) bool {
 func (s *Server) backoff(ctx context.Context, err error, n int) {
 	s.st.acceptErrors.Add(1)
 	if n == 1 {
-		s.emit(Event{Kind: EventAcceptFailed, Err: err})
+		s.emit(ServerEvent{Kind: EventAcceptFailed, Err: err})
 	}
 	d := acceptBackoffMin << min(n-1, 8)
-	sleepCtx(ctx, min(d, acceptBackoffMax))
+	idle.Sleep(ctx, min(d, acceptBackoffMax))
 }
 
 // orDefault is v, or def when v is 0.

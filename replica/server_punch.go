@@ -6,13 +6,19 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
 // punchLoop receives PUNCH datagrams and adds their senders as unicast
-// destinations of the session whose token they carry.
-// With a Loop and a transport that is a Peeker, the loop's turns receive
-// them instead (punchesInLoop).
+// destinations of the session whose token they carry. Each receive waits
+// at most 100 ms: in ppoll for kernel UDP; in Go's poller for AF_XDP and
+// AF_PACKET, whose sockets are in it only during that wait, so that no
+// datagram and no freed send buffer wakes a runtime thread nobody needs
+// (AF_XDP sockets shared with a mirror that watches them are not even
+// then: the mirror hands the PUNCH over). With a Loop and a transport
+// that is a Peeker, the loop's turns receive them instead
+// (punchesInLoop).
 func (s *Server) punchLoop(ctx context.Context) {
 	ms := punchBuffers()
 	for ctx.Err() == nil && !s.closed.Load() {
@@ -20,7 +26,7 @@ func (s *Server) punchLoop(ctx context.Context) {
 		case errors.Is(err, ErrClosed):
 			return
 		case err != nil:
-			sleepCtx(ctx, 10*time.Millisecond)
+			idle.Sleep(ctx, 10*time.Millisecond)
 		}
 	}
 }

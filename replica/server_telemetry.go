@@ -18,13 +18,16 @@ const DefaultMirrorRows = 256
 
 // MirrorInfo is one row of a source's table of mirrors (Server.Mirrors).
 //
-// Lag is measured against the source ring. LagRecords is the ring's
-// write_seq minus Applied; Lag is the age of the oldest record the mirror
-// has not applied: how long ago the source first saw a write_seq beyond
-// Applied (its clock, sampled every 10 ms; 0 when the mirror is caught up).
-// Both are taken when a STATUS arrives; once a mirror's STATUS is older
-// than five of its intervals (it stopped, hung or left), they are taken at
-// the time of the call, so the lag of a silent mirror keeps growing.
+// Lag is measured against the source ring, from where the mirror's
+// connection started: a mirror owes only the records from Start on, so
+// one that joined from latest is not behind by the records written before
+// it. LagRecords is the ring's write_seq minus the later of Applied and
+// Start−1; Lag is the age of the oldest record the mirror owes and has
+// not applied: how long ago the source first saw a write_seq beyond it
+// (its clock, sampled every 10 ms; 0 when the mirror is caught up). Both
+// are taken when a STATUS arrives; once a mirror's STATUS is older than
+// five of its intervals (it stopped, hung or left), they are taken at the
+// time of the call, so the lag of a silent mirror keeps growing.
 type MirrorInfo struct {
 	ID        uint64         // the mirror's identity (0: it has not reported)
 	Name      string         // the mirror's name, from its STATUS
@@ -35,8 +38,9 @@ type MirrorInfo struct {
 	Reported  bool           // a STATUS arrived: the fields below are meaningful
 
 	Applied    uint64        // last sequence published (readable) in the mirror ring
-	LagRecords uint64        // source write_seq − Applied
-	Lag        time.Duration // age of the oldest record not applied
+	Start      uint64        // first sequence this connection served (the HELLO's start resolved)
+	LagRecords uint64        // source write_seq − max(Applied, Start−1)
+	Lag        time.Duration // age of the oldest record owed and not applied
 	MirrorLag  uint64        // the mirror's own view: records behind the newest it heard of
 
 	Naks          uint64 // NAKs the mirror sent (since it started)
@@ -62,8 +66,8 @@ type mirrorRow struct {
 type telemetry struct {
 	mu   sync.Mutex
 	rows []*mirrorRow
-	// changed is closed and replaced on a change once a Wait has taken
-	// it (taken): a STATUS nobody waits for allocates nothing.
+	// changed is closed and replaced on a change once an AwaitApplied has
+	// taken it (taken): a STATUS nobody waits for allocates nothing.
 	changed chan struct{}
 	taken   bool
 	closed  bool
@@ -79,7 +83,7 @@ func newTelemetry(capacity uint64, w uint64, now time.Time, keepers int) *teleme
 	return t
 }
 
-// broadcast wakes every Wait (t.mu held).
+// broadcast wakes every AwaitApplied (t.mu held).
 func (t *telemetry) broadcast() {
 	if !t.taken {
 		return
@@ -88,23 +92,23 @@ func (t *telemetry) broadcast() {
 	t.changed, t.taken = make(chan struct{}), false
 }
 
-// wakeWaits wakes every Wait: a count may have changed without a STATUS
-// (a session went live).
-func (t *telemetry) wakeWaits() {
+// wakeAwaits wakes every AwaitApplied: a count may have changed without
+// a STATUS (a session went live).
+func (t *telemetry) wakeAwaits() {
 	t.mu.Lock()
 	t.broadcast()
 	t.mu.Unlock()
 }
 
-// waitChange is the channel the next change closes (t.mu held).
-func (t *telemetry) waitChange() <-chan struct{} {
+// awaitChange is the channel the next change closes (t.mu held).
+func (t *telemetry) awaitChange() <-chan struct{} {
 	t.taken = true
 	return t.changed
 }
 
 // join adds a mirror that completed its handshake.
 func (t *telemetry) join(ss *session, now time.Time) {
-	r := &mirrorRow{ss: ss, info: MirrorInfo{Connected: true, Telemetry: ss.telemetry, Since: now}}
+	r := &mirrorRow{ss: ss, info: MirrorInfo{Connected: true, Telemetry: ss.telemetry, Since: now, Start: ss.start}}
 	if a, ok := ss.tcp.RemoteAddr().(interface{ AddrPort() netip.AddrPort }); ok {
 		r.info.Addr = a.AddrPort()
 	}
@@ -180,12 +184,24 @@ func (t *telemetry) status(ss *session, st wire.Status, w uint64, now time.Time)
 	i.Applied, i.MirrorLag = st.Applied, st.Lag
 	i.Naks, i.Retransmitted, i.Gaps, i.Drops = st.Naks, st.Retransmitted, st.Gaps, st.Drops
 	i.LastStatus, r.interval = now, st.Interval
-	i.LagRecords, i.Lag = t.lagAt(i.Applied, w, now)
+	i.LagRecords, i.Lag = t.lagAt(i.lagBase(), w, now)
 	t.broadcast()
 }
 
-// lagAt is the lag of a mirror that applied `applied`, at now, the ring's
-// write_seq being w.
+// lagBase is the last record the mirror is not behind on: what it
+// applied, or the record before its connection's first, whichever is
+// later. A mirror reports Applied 0 until it has applied a record; counted
+// from 0, one that joined from latest a ring far past half its capacity
+// would be lagging at once (EventLagging) without being behind at all.
+func (i *MirrorInfo) lagBase() uint64 {
+	if i.Start == 0 {
+		return i.Applied
+	}
+	return max(i.Applied, i.Start-1)
+}
+
+// lagAt is the lag of a mirror whose lag base is `applied`, at now, the
+// ring's write_seq being w.
 func (t *telemetry) lagAt(applied, w uint64, now time.Time) (uint64, time.Duration) {
 	if applied >= w {
 		return 0, 0
@@ -201,7 +217,7 @@ func (t *telemetry) infoOf(r *mirrorRow, w uint64, now time.Time) MirrorInfo {
 		return i
 	}
 	if now.Sub(i.LastStatus) > 5*max(r.interval, time.Millisecond) {
-		i.LagRecords, i.Lag = t.lagAt(i.Applied, w, now)
+		i.LagRecords, i.Lag = t.lagAt(i.lagBase(), w, now)
 	}
 	return i
 }

@@ -6,14 +6,20 @@ import (
 	"net/netip"
 )
 
-// EventKind says what happened to a mirror connection.
-type EventKind int
+// ServerEventKind says what happened to a mirror connection of a Server
+// (MirrorEventKind is its counterpart on the Mirror's side).
+type ServerEventKind int
+
+// EventKind is the former name of ServerEventKind.
+//
+// Deprecated: use ServerEventKind.
+type EventKind = ServerEventKind
 
 const (
-	EventConnected    EventKind = iota // a mirror completed the handshake
-	EventDisconnected                  // a mirror's connection ended (Err says why, nil: it hung up)
-	EventRejected                      // a connection failed the handshake
-	EventNoPunch                       // a unicast mirror never punched: served over TCP instead
+	EventConnected    ServerEventKind = iota // a mirror completed the handshake
+	EventDisconnected                        // a mirror's connection ended (Err says why, nil: it hung up)
+	EventRejected                            // a connection failed the handshake
+	EventNoPunch                             // a unicast mirror never punched: served over TCP instead
 	// EventLagging: a mirror's lag passed half the ring's capacity (it is
 	// about to gap). Raised once per crossing; Mirror is its row.
 	EventLagging
@@ -32,7 +38,7 @@ const (
 var eventNames = [...]string{"connected", "disconnected", "rejected", "no punch, falling back to TCP",
 	"lagging: past half the ring's capacity", "lag recovered", "refused", "accept failed, backing off"}
 
-func (k EventKind) String() string { return kindName(eventNames[:], int(k), "EventKind") }
+func (k ServerEventKind) String() string { return kindName(eventNames[:], int(k), "ServerEventKind") }
 
 // kindName is names[k], or type(k) for a kind without a name.
 func kindName(names []string, k int, typ string) string {
@@ -42,21 +48,27 @@ func kindName(names []string, k int, typ string) string {
 	return fmt.Sprintf("%s(%d)", typ, k)
 }
 
-// Event reports a change of a mirror connection. The library never logs;
-// ServerConfig.Events receives these (the CLI logs them).
-type Event struct {
-	Kind EventKind
+// ServerEvent reports a change of a mirror connection of a Server. The
+// library never logs; ServerConfig.Events receives these (the CLI logs
+// them).
+type ServerEvent struct {
+	Kind ServerEventKind
 	Peer net.Addr
 	Err  error
 	// Mirror is the mirror's row in the table, for the lag events.
 	Mirror MirrorInfo
 }
 
-func (s *Server) event(k EventKind, c net.Conn, err error) {
-	s.emit(Event{Kind: k, Peer: c.RemoteAddr(), Err: err})
+// Event is the former name of ServerEvent.
+//
+// Deprecated: use ServerEvent.
+type Event = ServerEvent
+
+func (s *Server) event(k ServerEventKind, c net.Conn, err error) {
+	s.emit(ServerEvent{Kind: k, Peer: c.RemoteAddr(), Err: err})
 }
 
-func (s *Server) emit(e Event) {
+func (s *Server) emit(e ServerEvent) {
 	if s.cfg.Events != nil {
 		s.cfg.Events(e)
 	}

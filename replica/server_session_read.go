@@ -9,7 +9,8 @@ import (
 	"github.com/ringfire/ringfire/replica/wire"
 )
 
-// readLoop reads the mirror's frames: NAKs, answered from the ring.
+// readLoop reads the mirror's frames: NAKs, answered from the ring, and
+// STATUS frames, applied to the table of mirrors.
 func (ss *session) readLoop(br *bufio.Reader) error {
 	nf := newFeed(ss.srv.ring)
 	buf := make([]byte, 0, tcpFrameMax+wire.HeaderSize)
@@ -89,8 +90,8 @@ func (ss *session) status(h wire.Header, p []byte) error {
 	ss.lastStatus = st
 	// A mirror applies only records it was sent (on this connection, or
 	// before it, up to where it resumed): a STATUS claiming more is forged
-	// (it would satisfy Server.Wait for records nobody has), and ends the
-	// session like a NAK for records never sent.
+	// (it would satisfy Server.AwaitApplied for records nobody has), and
+	// ends the session like a NAK for records never sent.
 	if sent := max(ss.maxSent(), ss.held); st.Applied > sent {
 		return fmt.Errorf("%w: STATUS applied %d, past the last record sent (%d)", wire.ErrMalformed, st.Applied, sent)
 	}

@@ -31,19 +31,20 @@ type Server struct {
 	// lastSent is the last sequence the datagram stream is done with:
 	// every record up to it was handed to the transport (or skipped as
 	// lost or too big, or there was nobody to send to). Stored once by
-	// NewServer, then written only by the sender goroutine (sendLoop),
-	// with storeMax so that it never goes back (a resend in smaller
-	// frames rewinds the sender, not lastSent), before the batch's
-	// SendBatch. Sessions load it for their catch-up end, NAK checks and
-	// heartbeats; punchLoop for a punched mirror's catch-up end.
+	// NewServer, then written only by sender rounds under sendMu (the
+	// sender goroutine's, a Handoff's, or a Loop turn's), with storeMax so
+	// that it never goes back (a resend in smaller frames rewinds the
+	// sender, not lastSent), before the batch's SendBatch. Sessions load
+	// it for their catch-up end, NAK checks and heartbeats; punchLoop for
+	// a punched mirror's catch-up end.
 	lastSent atomic.Uint64
 	// sentDone is lastSent once no send call carrying it is under way:
-	// stored by NewServer, then (storeMax) by sender rounds under sendMu
-	// (the sender goroutine's, or Handoff's on a hub mirror's goroutine),
-	// after SendBatch returned or where nothing was sent. A live session's TCP heartbeat announces it, not
-	// lastSent: the TCP frame must not overtake datagrams still in the
-	// send call (with many rings on one interface's TX ring, the wait for
-	// room), or the mirror takes them for lost and NAKs them.
+	// stored by NewServer, then (storeMax) by sender rounds under sendMu,
+	// after SendBatch returned or where nothing was sent. A live
+	// session's TCP heartbeat announces it, not lastSent: the TCP frame
+	// must not overtake datagrams still in the send call (with many rings
+	// on one interface's TX ring, the wait for room), or the mirror takes
+	// them for lost and NAKs them.
 	sentDone atomic.Uint64
 	// dests publishes the unicast destinations of punched sessions, a
 	// fresh slice each time: stored by rebuildDests under mu (from session
@@ -60,7 +61,7 @@ type Server struct {
 	// by Serve, closed by Close.
 	relay *idle.Relay
 	// streams holds the sessions on plain TCP, which a sender may write to
-	// directly while their writer is parked (source_direct.go). Stored by
+	// directly while their writer is parked (server_direct.go). Stored by
 	// rebuildDests under mu, like dests; loaded by wakeSessions.
 	streams atomic.Pointer[[]*session]
 	// listening counts the session writers that sleep on their wake
@@ -117,7 +118,7 @@ type Server struct {
 	// sessionsDue: the same for wakeSessions and the sessions' wake
 	// channels (a telemetry wake-up wakes no writer).
 	sessionsDue atomic.Bool
-	// stop is the state of a graceful stop (source_stop.go).
+	// stop is the state of a graceful stop (server_stop.go).
 	stop stopState
 }
 
@@ -240,7 +241,7 @@ func (s *Server) Session() uint8 { return s.session }
 // Serve accepts mirrors and sends datagrams until ctx is done or Close.
 //
 // When ctx ends (and not Close, nor a replaced ring, which end at once)
-// the stop is graceful (source_stop.go): Serve stops accepting, sends as
+// the stop is graceful (server_stop.go): Serve stops accepting, sends as
 // datagrams every record the ring held that the datagram stream had not
 // carried yet (linger or not) and a final heartbeat announcing the last
 // one; each mirror's session then sends over TCP what that mirror is owed

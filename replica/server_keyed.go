@@ -126,7 +126,7 @@ func (s *Server) overhead(wide bool) int {
 
 // seal seals a datagram of the sender (a sender round) when keyed, or
 // appends the wide session's trailer when some destination takes it
-// (version-1 destinations are sent the frame without it: v1Len).
+// (version-1 destinations are sent the frame without it: appendDests).
 func (s *Server) seal(b []byte, wide bool) []byte {
 	switch {
 	case s.keyed != nil:

@@ -17,14 +17,13 @@ import (
 // A source can also listen on a Unix domain socket (ServerConfig.Unix),
 // for mirrors on its own host: a mirror that dials "unix:PATH" gets
 // everything over that stream, as a TCP-only mirror does, with the same
-// frames. A local stream costs a third of loopback TCP per frame here (a
-// 64-byte non-blocking write 2.9–3.2 µs against 9.0–9.4 µs, the read the
-// same; no ACKs, no TCP stack), and the same direct writes and reads
-// apply to it. Its peers have no IP address: they never get datagrams,
-// and MaxConnsPerAddr counts them all as one address. A Unix session's
-// socket is out of Go's poller (rawconn.go), so its reading goroutine
-// holds a thread in ppoll, which wakes every pollSlice (50 ms) to look at
-// its deadline: 20 wake-ups a second per same-host mirror.
+// frames. A local stream costs less per frame than loopback TCP (no ACKs,
+// no TCP stack), and the same direct writes and reads apply to it. Its
+// peers have no IP address: they never get datagrams, and
+// MaxConnsPerAddr counts them all as one address. A Unix session's socket
+// is out of Go's poller (rawconn.go), so its reading goroutine holds a
+// thread in ppoll, which wakes every pollSlice (50 ms) to look at its
+// deadline: 20 wake-ups a second per same-host mirror.
 
 // UnixPrefix marks a MirrorConfig.Source that is a Unix socket path
 // ("unix:/run/ringfire/a.sock"; "unix:@name" for the abstract namespace).

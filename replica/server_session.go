@@ -68,7 +68,7 @@ type session struct {
 	// the wire at once and the mirror may apply it and report it in a
 	// STATUS (checked against sent) before write returns. Two goroutines
 	// write it, both from sendRange and only through storeMax: the writer
-	// (history, stream; or a sender holding its stream, source_direct.go)
+	// (history, stream; or a sender holding its stream, server_direct.go)
 	// and the reader (NAK answers). storeMax never lowers it, so every
 	// value loaded is a sequence whose frames are queued on the connection
 	// or being written to it: a STATUS or a NAK up to it (reader, maxSent)
@@ -82,6 +82,10 @@ type session struct {
 	// lastStatus is the mirror's last STATUS, whose texts the next reuses
 	// (the reader's only).
 	lastStatus wire.Status
+	// start is the first sequence the session serves: the HELLO's start
+	// resolved (the ring's newest record for latest). The mirror's lag
+	// counts from it (MirrorInfo.Start). Set by the handshake before join.
+	start uint64
 	// held is the last record a resuming mirror already holds (HELLO
 	// asked to continue after it; 0 otherwise): a STATUS may report it
 	// before this connection sent anything. Set by the handshake before
@@ -121,23 +125,23 @@ type session struct {
 	wake  chan struct{} // the sender's "the ring moved" (capacity 1)
 	timer *time.Timer
 
-	// reportOnAsk: the mirror reports early only when asked (HelloReportOnAsk
-	// acknowledged; set by the handshake before register). askFor is the
-	// highest sequence a Wait wants a STATUS for (storeMax by Wait, then a
-	// send on ask, capacity 1, which wakes the writer); the writer sends
-	// REPORT(askFor) once for each rise (asked, the writer's). askFor
-	// publishes only itself.
+	// reportOnAsk: the mirror reports early only when asked
+	// (HelloReportOnAsk acknowledged; set by the handshake before
+	// register). askFor is the highest sequence an AwaitApplied wants a
+	// STATUS for (storeMax by AwaitApplied, then a send on ask, capacity
+	// 1, which wakes the writer); the writer sends REPORT(askFor) once for
+	// each rise (asked, the writer's). askFor publishes only itself.
 	reportOnAsk bool
 	askFor      atomic.Uint64
 	ask         chan struct{}
 	asked       uint64
 
-	cursor uint64 // next sequence to send over TCP (whoever hand names)
-	feed   *feed  // hand's owner's
+	cursor uint64 // next sequence to send over TCP (whoever owner names)
+	feed   *feed  // owner's
 	buf    []byte
-	// hand names the owner of cursor, feed and buf (source_direct.go):
+	// owner names who owns cursor, feed and buf (server_direct.go):
 	// the writer, or while it is parked a sender writing directly.
-	hand atomic.Uint32
+	owner atomic.Uint32
 	// rawc is the plain TCP connection's, for direct sends (nil: TLS);
 	// rawWrite writes wdata to it, leaving wn and werr (under mu).
 	rawc     syscall.RawConn
@@ -216,7 +220,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		return err
 	}
 	first, reset := s.startOf(h.Seq)
-	ss.cursor = first
+	ss.cursor, ss.start = first, first
 	if h.Seq != wire.StartNewest && h.Seq != wire.StartOldest && !reset {
 		ss.held = first - 1 // a resumed mirror holds what came before
 	}

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/idle"
 )
 
 // A graceful stop: Serve's context ended (SIGTERM in the CLI), as opposed
@@ -196,7 +198,7 @@ func (ss *session) finish(ctx context.Context) error {
 	// The mirror reads what is on its way, sees the end and closes: the
 	// reader then ends, and with it ctx.
 	if d := time.Until(by); d > 0 && ctx.Err() == nil {
-		sleepCtx(ctx, d)
+		idle.Sleep(ctx, d)
 	}
 	return nil
 }

@@ -1,6 +1,6 @@
 package replica_test
 
-// Server.Wait returns once the records are readable on the mirrors, and
+// Server.AwaitApplied returns once the records are readable on the mirrors, and
 // times out when they are not.
 
 import (
@@ -34,11 +34,11 @@ func readableAt(t *testing.T, src *source, path string, seq uint64) {
 	sa, _ := a.ReadSlot(seq, pa)
 	sb, _ := b.ReadSlot(seq, pb)
 	if sa != shm.SlotReady || sb != shm.SlotReady || !bytes.Equal(pa, pb) || b.WriteSeq() < seq {
-		t.Fatalf("record %d right after Wait: source %v, mirror %v (write_seq %d), equal %v", seq, sa, sb, b.WriteSeq(), bytes.Equal(pa, pb))
+		t.Fatalf("record %d right after AwaitApplied: source %v, mirror %v (write_seq %d), equal %v", seq, sa, sb, b.WriteSeq(), bytes.Equal(pa, pb))
 	}
 }
 
-func TestTelemetryWait(t *testing.T) {
+func TestAwaitApplied(t *testing.T) {
 	eachMode(t, teleModes, func(t *testing.T, mode string) {
 		lan, src := lanSource(t, 3, 1<<14)
 		scfg, _ := transportConfigs(mode)
@@ -58,44 +58,44 @@ func TestTelemetryWait(t *testing.T) {
 			src.pushPaced(400, 50, time.Millisecond)
 			seq := src.w.Next() - 1
 			start := time.Now()
-			n, err := srv.Wait(ctx, 2, seq)
+			n, err := srv.AwaitApplied(ctx, 2, seq)
 			if n != 2 || err != nil {
-				t.Fatalf("round %d: Wait(2, %d) = %d, %v", round, seq, n, err)
+				t.Fatalf("round %d: AwaitApplied(2, %d) = %d, %v", round, seq, n, err)
 			}
 			for _, path := range paths {
 				readableAt(t, src, path, seq)
 			}
-			t.Logf("round %d: Wait took %v", round, time.Since(start).Round(time.Millisecond))
+			t.Logf("round %d: AwaitApplied took %v", round, time.Since(start).Round(time.Millisecond))
 		}
 
-		// One mirror hangs: Wait for both times out with one, on time.
+		// One mirror hangs: AwaitApplied for both times out with one, on time.
 		rs[1].pause()
 		src.push(10)
 		seq := src.w.Next() - 1
 		short, cancelShort := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		start := time.Now()
-		n, err := srv.Wait(short, 2, seq)
+		n, err := srv.AwaitApplied(short, 2, seq)
 		took := time.Since(start)
 		cancelShort()
 		if n != 1 || !errors.Is(err, context.DeadlineExceeded) || took < 300*time.Millisecond || took > 5*time.Second {
-			t.Fatalf("Wait with a hung mirror: %d, %v after %v; want 1, deadline exceeded after 300 ms", n, err, took)
+			t.Fatalf("AwaitApplied with a hung mirror: %d, %v after %v; want 1, deadline exceeded after 300 ms", n, err, took)
 		}
 		readableAt(t, src, paths[0], seq)
-		if n, err := srv.Wait(ctx, 1, seq); n < 1 || err != nil {
-			t.Fatalf("Wait(1) = %d, %v", n, err)
+		if n, err := srv.AwaitApplied(ctx, 1, seq); n < 1 || err != nil {
+			t.Fatalf("AwaitApplied(1) = %d, %v", n, err)
 		}
-		if n, err := srv.Wait(ctx, 0, seq); n != 1 || err != nil {
-			t.Fatalf("Wait(0) = %d, %v; want the count at once", n, err)
+		if n, err := srv.AwaitApplied(ctx, 0, seq); n != 1 || err != nil {
+			t.Fatalf("AwaitApplied(0) = %d, %v; want the count at once", n, err)
 		}
 		rs[1].start()
-		if n, err := srv.Wait(ctx, 2, seq); n != 2 || err != nil {
-			t.Fatalf("Wait(2) after the resume = %d, %v", n, err)
+		if n, err := srv.AwaitApplied(ctx, 2, seq); n != 2 || err != nil {
+			t.Fatalf("AwaitApplied(2) after the resume = %d, %v", n, err)
 		}
 		readableAt(t, src, paths[1], seq)
 
 		// A Wait pending when the server closes ends with ErrClosed.
 		errc := make(chan error, 1)
-		go func() { _, err := srv.Wait(context.Background(), 3, seq); errc <- err }()
+		go func() { _, err := srv.AwaitApplied(context.Background(), 3, seq); errc <- err }()
 		time.Sleep(20 * time.Millisecond)
 		src.close()
 		select {

@@ -52,10 +52,10 @@ func (s *Server) Handoff(uint64) {
 
 // handSlack is how much sooner a Handoff's round must make the sender's
 // deadline for it to wake the sleeping sender: a heartbeat may come up to
-// this much later than the first heartbeat after data would (1 ms), so
-// that bursts a millisecond apart do not cost the mirror's thread an
-// eventfd write each; after an idle spell (intervals up to 128 ms) the
-// wake comes.
+// this much later than the first heartbeat after data would (udpHeartbeat),
+// so that bursts udpHeartbeat apart do not cost the mirror's thread an
+// eventfd write each; after an idle spell (heartbeat intervals up to
+// udpHeartbeatIdle) the wake comes.
 const handSlack = udpHeartbeat
 
 // handWait is how a sender of its own waits once its records come by

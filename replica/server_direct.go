@@ -20,19 +20,19 @@ import (
 // wake-ups from a same-host mirror's path. Only a plain TCP or Unix
 // stream connection can be written so (a TLS one needs its goroutine).
 //
-// hand says who owns the stream state (cursor, feed, buf): stored and
+// owner says who owns the stream state (cursor, feed, buf): stored and
 // compared-and-swapped by the writer and the senders (sync/atomic, which
 // orders the plain fields it hands over).
 //
-//	handWriter  the writer goroutine (its loop runs)
-//	handParked  the writer sleeps: a sender may take it (CAS to handSender)
-//	handSender  a sender writes frames; it stores handParked when done
-//	handGone    the writer has returned: nobody sends
+//	ownerWriter  the writer goroutine (its loop runs)
+//	ownerParked  the writer sleeps: a sender may take it (CAS to ownerSender)
+//	ownerSender  a sender writes frames; it stores ownerParked when done
+//	ownerGone    the writer has returned: nobody sends
 const (
-	handWriter uint32 = iota
-	handParked
-	handSender
-	handGone
+	ownerWriter uint32 = iota
+	ownerParked
+	ownerSender
+	ownerGone
 )
 
 // errDeferred stops a direct send: what is left goes to the writer.
@@ -76,9 +76,9 @@ func (ss *session) sendDirect() (writerNeeded bool) {
 	return ss.giveBack(ss.sendHeld(), directPasses-1)
 }
 
-// take takes a parked writer's stream (handParked to handSender).
+// take takes a parked writer's stream (ownerParked to ownerSender).
 func (ss *session) take() bool {
-	return ss.hand.Load() == handParked && ss.hand.CompareAndSwap(handParked, handSender)
+	return ss.owner.Load() == ownerParked && ss.owner.CompareAndSwap(ownerParked, ownerSender)
 }
 
 // giveBack returns a taken stream after a send (need: the writer must
@@ -86,11 +86,11 @@ func (ss *session) take() bool {
 // sending, so unless the writer is needed giveBack looks at write_seq
 // again and, for records that came meanwhile, takes the stream and sends
 // again, at most passes more times. That sender stored write_seq before it
-// loaded hand, and this one stores hand before it loads write_seq: one of
+// loaded owner, and this one stores owner before it loads write_seq: one of
 // them sees the other.
 func (ss *session) giveBack(need bool, passes int) bool {
 	next := ss.cursor // read while it is ours: once given back, the writer may take it
-	ss.hand.Store(handParked)
+	ss.owner.Store(ownerParked)
 	switch {
 	case need || ss.srv.ring.WriteSeq() < next:
 		return need
@@ -102,7 +102,7 @@ func (ss *session) giveBack(need bool, passes int) bool {
 	return ss.giveBack(ss.sendHeld(), passes-1)
 }
 
-// sendHeld sends with the stream taken (handSender).
+// sendHeld sends with the stream taken (ownerSender).
 func (ss *session) sendHeld() (writerNeeded bool) {
 	if !ss.mu.TryLock() {
 		return true
@@ -160,12 +160,12 @@ func (ss *session) writeDirect(frames []byte, _ bool) error {
 // (unless records came after seen), takes it back, and flushes what a
 // sender left in bw.
 func (ss *session) park(ctx context.Context, d time.Duration, seen uint64) error {
-	ss.hand.Store(handParked)
+	ss.owner.Store(ownerParked)
 	if ss.srv.ring.WriteSeq() == seen {
 		ss.sleep(ctx, d, true)
 	}
-	for !ss.hand.CompareAndSwap(handParked, handWriter) {
-		runtime.Gosched() // a sender is writing frames: a few microseconds
+	for !ss.owner.CompareAndSwap(ownerParked, ownerWriter) {
+		runtime.Gosched() // a sender is writing frames: non-blocking write(2)s, never a wait
 	}
 	ss.mu.Lock()
 	n := ss.bw.Buffered()

@@ -1,9 +1,9 @@
 package replica_test
 
 // Report on ask: a mirror that announces HelloReportOnAsk reports early
-// only when a Wait asks (REPORT), so mirrors nobody waits on report once
-// per interval; a mirror without it keeps reporting whenever it catches
-// up, and never sees a REPORT.
+// only when an AwaitApplied asks (REPORT), so mirrors nobody waits on
+// report once per interval; a mirror without it keeps reporting whenever
+// it catches up, and never sees a REPORT.
 
 import (
 	"bufio"
@@ -37,7 +37,7 @@ func readUntil(t *testing.T, br *bufio.Reader, c net.Conn, within time.Duration,
 }
 
 // The wire: GEOMETRY acknowledges the extension only to a mirror that
-// announced it; a Wait sends that mirror REPORT(seq) and returns on its
+// announced it; an AwaitApplied sends that mirror REPORT(seq) and returns on its
 // STATUS; the mirror without the extension gets no REPORT.
 func TestWaitAsksForReport(t *testing.T) {
 	p, src := pairSource(t, 1024)
@@ -65,7 +65,7 @@ func TestWaitAsksForReport(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
-	go func() { n, err := srv.Wait(ctx, 1, 3); done <- result{n, err} }()
+	go func() { n, err := srv.AwaitApplied(ctx, 1, 3); done <- result{n, err} }()
 	h := readUntil(t, ba, asker, 5*time.Second, func(h wire.Header) bool { return h.Kind == wire.KindReport })
 	if h.Seq != 3 || h.Len != 0 {
 		t.Fatalf("REPORT %+v, want seq 3 and no payload", h)
@@ -75,7 +75,7 @@ func TestWaitAsksForReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r := <-done; r.n != 1 || r.err != nil {
-		t.Fatalf("Wait(1, 3) after the asked STATUS: %d, %v", r.n, r.err)
+		t.Fatalf("AwaitApplied(1, 3) after the asked STATUS: %d, %v", r.n, r.err)
 	}
 	// The other mirror was asked nothing (its writer was woken with the
 	// asker's): a window of 200 ms holds only heartbeats and data.
@@ -92,8 +92,8 @@ func TestWaitAsksForReport(t *testing.T) {
 }
 
 // A real mirror whose STATUS interval is an hour: only a REPORT can make
-// it report in time, and every Wait returns once the records are
-// readable. The first Wait also needs the session going live (a unicast
+// it report in time, and every AwaitApplied returns once the records are
+// readable. The first AwaitApplied also needs the session going live (a unicast
 // mirror's catch-up ends after its STATUS came) to wake it.
 func TestWaitWithHourlyStatus(t *testing.T) {
 	for _, mode := range []string{"tcp", "unicast"} {
@@ -108,8 +108,8 @@ func TestWaitWithHourlyStatus(t *testing.T) {
 			for round := range 20 {
 				src.push(1 + round)
 				seq := src.w.Next() - 1
-				if n, err := srv.Wait(ctx, 1, seq); n != 1 || err != nil {
-					t.Fatalf("round %d: Wait(1, %d) = %d, %v; mirror %+v; server %+v", round, seq, n, err, m.Stats(), srv.Stats())
+				if n, err := srv.AwaitApplied(ctx, 1, seq); n != 1 || err != nil {
+					t.Fatalf("round %d: AwaitApplied(1, %d) = %d, %v; mirror %+v; server %+v", round, seq, n, err, m.Stats(), srv.Stats())
 				}
 			}
 		})

@@ -14,7 +14,7 @@ type ServerConfig struct {
 	// Unix, when set, is a Unix domain socket path (or "@name", abstract)
 	// the server listens on too, for mirrors on this host that dial
 	// UnixPrefix+Unix: they are served over that stream only
-	// (source_unix.go).
+	// (server_unix.go).
 	Unix      string
 	Multicast netip.AddrPort // --multicast GROUP:PORT (invalid: none)
 	UDPPort   int            // --udp PORT for unicast mirrors (0: none)
@@ -25,7 +25,7 @@ type ServerConfig struct {
 	Batch     int            // at most this many records per frame (0: fill the MTU)
 	// Linger paces frames: a frame leaves when full, or at most once per
 	// Linger; a lone record coming more than Linger after the previous
-	// frame leaves at once. Negative: adaptive (50 µs); 0: no pacing.
+	// frame leaves at once. Negative: AdaptiveLinger; 0: no pacing.
 	Linger time.Duration
 	// Wait is how the datagram sender waits for records (WaitMode; default
 	// WaitAdaptive). Spin is WaitSpin.
@@ -49,9 +49,10 @@ type ServerConfig struct {
 	// Loopback delivers multicast to receivers on this host too.
 	Loopback bool
 	// Events, when set, is told about mirror connections (from the
-	// connection's goroutine) and lag warnings (from the telemetry
-	// goroutine); it must not block.
-	Events func(Event)
+	// connection's goroutine), refusals and failed accepts (from Serve's
+	// goroutine) and lag warnings (from the telemetry goroutine); it must
+	// not block.
+	Events func(ServerEvent)
 	// NoTelemetry ignores HelloTelemetry: every mirror is served as a
 	// version-1 peer and sends no STATUS.
 	NoTelemetry bool
