@@ -105,7 +105,7 @@ func newCollector(set *unitSet) *collector {
 	mir("connected", "1 while the mirror is connected, 0 after it left.", g, false, func(m replica.MirrorInfo) float64 { return b(m.Connected) })
 	mir("telemetry", "1 if the mirror reports STATUS.", g, false, func(m replica.MirrorInfo) float64 { return b(m.Telemetry) })
 	mir("applied_seq", "Last sequence readable in the mirror ring.", g, true, func(m replica.MirrorInfo) float64 { return float64(m.Applied) })
-	mir("lag_records", "The ring's write_seq minus the mirror's applied sequence.", g, true, func(m replica.MirrorInfo) float64 { return float64(m.LagRecords) })
+	mir("lag_records", "The ring's write_seq minus the mirror's applied sequence, counted from where its connection started.", g, true, func(m replica.MirrorInfo) float64 { return float64(m.LagRecords) })
 	mir("lag_seconds", "Age of the oldest record the mirror has not applied.", g, true, func(m replica.MirrorInfo) float64 { return m.Lag.Seconds() })
 	mir("reported_lag_records", "Records behind the newest the mirror heard of, as it reports.", g, true, func(m replica.MirrorInfo) float64 { return float64(m.MirrorLag) })
 	mir("lagging", "1 while the mirror's lag is past half the ring's capacity.", g, true, func(m replica.MirrorInfo) float64 { return b(m.Lagging) })

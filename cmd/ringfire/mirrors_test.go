@@ -212,7 +212,7 @@ func TestServeMetricsFlag(t *testing.T) {
 func TestLogLagEvent(t *testing.T) {
 	var b bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&b, nil))
-	logEvent(log, replica.Event{Kind: replica.EventLagging, Mirror: replica.MirrorInfo{Name: "site-b", LagRecords: 600, Applied: 9}})
-	logEvent(log, replica.Event{Kind: replica.EventLagRecovered, Mirror: replica.MirrorInfo{Name: "site-b"}})
+	logEvent(log, replica.ServerEvent{Kind: replica.EventLagging, Mirror: replica.MirrorInfo{Name: "site-b", LagRecords: 600, Applied: 9}})
+	logEvent(log, replica.ServerEvent{Kind: replica.EventLagRecovered, Mirror: replica.MirrorInfo{Name: "site-b"}})
 	wantContains(t, "log", b.String(), "level=WARN msg=\"mirror lagging: past half the ring's capacity\" mirror=site-b", "lag_records=600", "level=INFO msg=\"mirror lag recovered\"")
 }

@@ -129,7 +129,7 @@ func endAfterFirstSession(ctx context.Context, u *serveUnit) context.Context {
 	ctx, cancel := context.WithCancel(ctx)
 	events := u.cfg.Events
 	var ended sync.Once
-	u.cfg.Events = func(e replica.Event) {
+	u.cfg.Events = func(e replica.ServerEvent) {
 		if events != nil {
 			events(e)
 		}
@@ -166,7 +166,7 @@ func (f *serveFlags) config(path string, log *slog.Logger) (replica.ServerConfig
 	}
 	cfg := replica.ServerConfig{Ring: path, Bind: f.bind, Unix: f.unix, TTL: f.ttl, UDPPort: f.udp, Dup: f.dup,
 		MTU: f.mtu, Batch: f.batch, Linger: time.Duration(f.lingerUS) * time.Microsecond,
-		Events: func(e replica.Event) { logEvent(log, e) }}
+		Events: func(e replica.ServerEvent) { logEvent(log, e) }}
 	if f.lingerUS < 0 {
 		cfg.Linger = -1
 	}
@@ -287,7 +287,7 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 
 // logEvent logs a server event: lag warnings at WARN with the mirror's
 // figures, the rest at INFO.
-func logEvent(log *slog.Logger, e replica.Event) {
+func logEvent(log *slog.Logger, e replica.ServerEvent) {
 	switch e.Kind {
 	case replica.EventLagging, replica.EventLagRecovered:
 		m := e.Mirror

@@ -13,7 +13,7 @@ import (
 // mirror count.
 const waitSamples = 2000
 
-// waitAcks times Server.Wait, the source's replication acknowledgement:
+// waitAcks times Server.AwaitApplied, the source's replication acknowledgement:
 // push one record, then Wait until n of the source's mirrors report it
 // applied (published in their rings), one record in flight, for n = 1 and
 // n = mirrors. A Wait that does not reach n in 5 s fails the run.
@@ -28,7 +28,7 @@ func (r *rig) waitAcks(src *source, mirrors int) ([]report.Latency, error) {
 			}
 			seq := src.w.Next() - 1
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			got, err := src.srv.Wait(ctx, n, seq)
+			got, err := src.srv.AwaitApplied(ctx, n, seq)
 			cancel()
 			if err != nil || got < n {
 				return nil, fmt.Errorf("bench: Wait for %d mirrors at %d: %d, %v", n, seq, got, err)
