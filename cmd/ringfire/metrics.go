@@ -13,7 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
+
 	"github.com/ringfire/ringfire/replica"
 )
 
@@ -40,6 +43,24 @@ func metricsAddr(s string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
+// The metrics endpoint's limits. It shares the process's file descriptors
+// with the data path, so it holds at most metricsMaxConns connections:
+// further ones wait in the kernel's accept queue, which costs the process
+// no descriptor, until one of those closes. Every connection has a
+// deadline: a client that sends nothing, sends its request slowly, reads
+// the answer slowly or keeps an idle keep-alive connection open is closed
+// within seconds. A scraper (Prometheus scrapes every 15 s to 1 min)
+// simply reconnects; a poller at 1 s (ringfire top, mirrors) keeps its
+// connection.
+const (
+	metricsMaxConns          = 64
+	metricsReadHeaderTimeout = 5 * time.Second  // the request line and headers
+	metricsReadTimeout       = 10 * time.Second // the whole request
+	metricsWriteTimeout      = 30 * time.Second // from the headers read to the answer written
+	metricsIdleTimeout       = 5 * time.Second  // a keep-alive connection between requests
+	metricsMaxHeaderBytes    = 16 << 10
+)
+
 // startMetrics serves /metrics (Prometheus, read from the units at
 // scrape time), /mirrors (a served ring's table of mirrors as JSON),
 // /healthz and /readyz on addr until ctx ends.
@@ -48,7 +69,9 @@ func startMetrics(ctx context.Context, addr string, set *unitSet, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
-	srv := &http.Server{Handler: metricsHandler(set), ReadHeaderTimeout: 5 * time.Second}
+	srv := newMetricsServer(metricsHandler(set))
+	at := ln.Addr()
+	ln = netutil.LimitListener(ln, metricsMaxConns)
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("metrics endpoint", "err", err)
@@ -58,13 +81,22 @@ func startMetrics(ctx context.Context, addr string, set *unitSet, log *slog.Logg
 		<-ctx.Done()
 		srv.Close()
 	}()
-	return ln.Addr(), nil
+	return at, nil
 }
 
-// metricsHandler routes the endpoints; it has its own registry.
+// newMetricsServer is the endpoint's server, with its deadlines.
+func newMetricsServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
+		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: metricsMaxHeaderBytes}
+}
+
+// metricsHandler routes the endpoints; it has its own registry, which
+// also holds client_golang's go_* (goroutines, memory, GC) and process_*
+// (open file descriptors and their limit, CPU, memory) series.
 func metricsHandler(set *unitSet) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(set))
+	reg.MustRegister(newCollector(set), collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if len(set.loops) > 0 {
 		reg.MustRegister(newLoopCollector(set.loops))
 	}
