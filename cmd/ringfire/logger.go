@@ -6,17 +6,23 @@ import (
 	"log/slog"
 	"os"
 	"syscall"
+	"time"
 )
 
-// newLogger logs to w as format says: "text" (or "") or "json".
+// newLogger logs to w as format says: "text" (or "") or "json". Lines
+// marked throttled (what a peer can cause at will) are logged at most
+// once per logEvery per kind and reason (see throttleHandler).
 func newLogger(format string, w io.Writer) (*slog.Logger, error) {
+	var h slog.Handler
 	switch format {
 	case "", "text":
-		return slog.New(slog.NewTextHandler(w, nil)), nil
+		h = slog.NewTextHandler(w, nil)
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, nil)), nil
+		h = slog.NewJSONHandler(w, nil)
+	default:
+		return nil, usagef("--log-format %q: want text or json", format)
 	}
-	return nil, usagef("--log-format %q: want text or json", format)
+	return slog.New(newThrottleHandler(h, logEvery, time.Now)), nil
 }
 
 // maxConfigSize bounds a config file: anything larger is not one.

@@ -286,7 +286,10 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 }
 
 // logEvent logs a server event: lag warnings at WARN with the mirror's
-// figures, the rest at INFO.
+// figures, the rest at INFO. What a peer can cause at will is throttled
+// (newLogger's logger logs it at most once a second per kind, with the
+// count suppressed): refusals and rejections by their error's root cause,
+// connects and disconnects by the peer's host.
 func logEvent(log *slog.Logger, e replica.ServerEvent) {
 	switch e.Kind {
 	case replica.EventLagging, replica.EventLagRecovered:
@@ -298,8 +301,10 @@ func logEvent(log *slog.Logger, e replica.ServerEvent) {
 		log.Log(context.Background(), level, "mirror "+e.Kind.String(), "mirror", m.Name, "peer", e.Peer,
 			"applied", m.Applied, "lag_records", m.LagRecords, "lag", m.Lag.Round(time.Millisecond), "connected", m.Connected)
 	case replica.EventRefused, replica.EventAcceptFailed:
-		log.Warn("connection "+e.Kind.String(), "peer", e.Peer, "err", e.Err)
+		log.Warn("connection "+e.Kind.String(), throttled(rootCause(e.Err)), "peer", e.Peer, "err", e.Err)
+	case replica.EventRejected:
+		log.Info("mirror "+e.Kind.String(), throttled(rootCause(e.Err)), "peer", e.Peer, "err", e.Err)
 	default:
-		log.Info("mirror "+e.Kind.String(), "peer", e.Peer, "err", e.Err)
+		log.Info("mirror "+e.Kind.String(), throttled(peerHost(e.Peer)), "peer", e.Peer, "err", e.Err)
 	}
 }
