@@ -14,10 +14,12 @@
 //	unit.go        Unit, BuildFunc, Event: what the caller supplies and hears
 //	supervisor.go  Supervisor: Apply, Wait, and each unit's restart loop
 //	health.go      Healthy, Ready, Snapshot, Stats: what /healthz, /readyz and metrics read
+//	settle.go      Settle: read a file only once it has stopped changing
 //
 // A reload, as cmd/ringfire drives it:
 //
-//	SIGHUP ─▶ caller: read the file ─▶ Parse ─▶ (its own checks) ─▶ Apply
+//	SIGHUP ─▶ caller: Settle.Read (wait until the file has not changed
+//	        for Quiet) ─▶ read the file ─▶ Parse ─▶ (its own checks) ─▶ Apply
 //	Apply:  Diff(applied, new) ─▶ Build each unit to start or restart,
 //	        in the file's order (an error: Discard those built, keep the
 //	        running set, return it) ─▶ stop removed and changed units
