@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/ringfire/ringfire/internal/cli"
 	"github.com/ringfire/ringfire/internal/supervisor"
@@ -25,15 +26,20 @@ interface's XDP program and AF_XDP sockets (the kernel takes one program
 per interface and one socket per queue, so one process per host carries
 every ring over kernel bypass). Every table is checked before any unit
 starts; a unit that fails is logged, reported by /healthz and restarted
-after a back-off (1 s, doubling to 30 s). SIGHUP rereads CONFIG: tables
-added start, removed ones stop, changed ones restart alone, the others go
-on; a file that no longer parses, a table that fails its checks or a
-changed loop, loops or loop-cpu key is refused with the error logged and
-the running set kept (metrics and log-format take effect at the next
-start). SIGTERM or SIGINT stop every unit cleanly (exit 0). The metrics
-key serves /metrics (a ring label on every series), /mirrors?ring=NAME,
-/healthz and /readyz (ready once every serve listens and every mirror
-has connected once). --print-example prints a commented file.`
+after a back-off (1 s, doubling to 30 s). SIGHUP rereads CONFIG once it
+has not changed for 1 s, so that a file rewritten in place is not read
+half written (write it elsewhere and rename it into place: a rename is
+atomic): tables added start, removed ones stop, changed ones restart
+alone, the others go on; a file that no longer parses or still changes
+after 10 s, a table that fails its checks or a changed loop, loops or
+loop-cpu key is refused with the error logged and the running set kept
+(metrics and log-format take effect at the next start). SIGTERM or
+SIGINT stop every unit cleanly (exit 0). The metrics key serves /metrics
+(a ring label on every ringfire_ series, and the process's go_ and
+process_ series), /mirrors?ring=NAME, /healthz and /readyz (ready once
+every serve listens and every mirror has connected once): at most 64
+connections, each closed after 5 s idle. --print-example prints a
+commented file.`
 
 //go:embed run_example.toml
 var runExample string
@@ -120,7 +126,7 @@ func serveRunConfig(ctx context.Context, file string, c *supervisor.Config, log 
 			log.Info("stopped", "config", file)
 			return nil
 		case <-hup:
-			c = reload(ctx, sup, file, c, log)
+			c = reload(ctx, sup, settleConfig(log, file), file, c, log)
 		}
 	}
 }
@@ -168,10 +174,36 @@ func startLoops(b *unitBuilder, c *supervisor.Config, log *slog.Logger) (stop fu
 	return stop, nil
 }
 
-// reload rereads file and applies it; a file that does not parse, or
-// whose tables are refused, leaves the running set as it was.
-func reload(ctx context.Context, sup *supervisor.Supervisor, file string, old *supervisor.Config, log *slog.Logger) *supervisor.Config {
-	c, err := loadRunConfig(file)
+// Reload waits for the file to have been unchanged for reloadQuiet, and
+// at most reloadMaxWait: a file rewritten in place must not be read half
+// written (a cut that still parses would stop the units it no longer
+// names). A writer pausing longer than reloadQuiet is not covered: the
+// guide says to write the file elsewhere and rename it into place.
+const (
+	reloadQuiet   = time.Second
+	reloadMaxWait = 10 * time.Second
+)
+
+// settleConfig is how a reload waits for file to settle.
+func settleConfig(log *slog.Logger, file string) *supervisor.Settle {
+	return &supervisor.Settle{Quiet: reloadQuiet, Max: reloadMaxWait, Waiting: func(age time.Duration) {
+		log.Info("reload: the file changed recently, waiting for it to settle", "config", file,
+			"changed", age.Round(time.Millisecond), "quiet", reloadQuiet)
+	}}
+}
+
+// reload rereads file once settle says it has stopped changing and
+// applies it; a file that does not settle or parse, or whose tables are
+// refused, leaves the running set as it was.
+func reload(ctx context.Context, sup *supervisor.Supervisor, settle *supervisor.Settle, file string, old *supervisor.Config, log *slog.Logger) *supervisor.Config {
+	var c *supervisor.Config
+	err := settle.Read(ctx, file, func() (err error) {
+		c, err = loadRunConfig(file)
+		return err
+	})
+	if ctx.Err() != nil {
+		return old // stopping
+	}
 	if err == nil && (c.Loop != old.Loop || c.LoopCPU != old.LoopCPU || c.Loops != old.Loops) {
 		err = fmt.Errorf("%s: keys loop, loops and loop-cpu take effect at the next start (loop %q, loops %d, loop-cpu %d running)", file, old.Loop, old.Loops, old.LoopCPU)
 	}
