@@ -32,7 +32,9 @@
 //
 //   - The caller's goroutine calls Apply (at start and on each reload;
 //     calls are serialised) and Wait. Apply parks on a stopped unit's done
-//     channel; the unit's goroutine closes it as it returns.
+//     channel; the unit's goroutine closes it as it returns. Settle.Read,
+//     before a reload, runs there too and parks in a timer (idle.Sleep)
+//     until the file has settled or the caller's context ends.
 //   - One goroutine per unit (supervise) calls Unit.Run and parks in it;
 //     Apply's cancel, or the end of the caller's context, wakes it (Run
 //     must return once its context ends). Between runs it parks in the
