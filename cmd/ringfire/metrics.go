@@ -69,7 +69,7 @@ func startMetrics(ctx context.Context, addr string, set *unitSet, log *slog.Logg
 	if err != nil {
 		return nil, fmt.Errorf("--metrics: %w", err)
 	}
-	srv := newMetricsServer(metricsHandler(set))
+	srv := newMetricsServer(metricsHandler(set), log)
 	at := ln.Addr()
 	ln = netutil.LimitListener(ln, metricsMaxConns)
 	go func() {
@@ -84,10 +84,12 @@ func startMetrics(ctx context.Context, addr string, set *unitSet, log *slog.Logg
 	return at, nil
 }
 
-// newMetricsServer is the endpoint's server, with its deadlines.
-func newMetricsServer(h http.Handler) *http.Server {
+// newMetricsServer is the endpoint's server, with its deadlines; what
+// net/http reports (an accept error, retried) goes to log at WARN.
+func newMetricsServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: metricsReadTimeout,
-		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: metricsMaxHeaderBytes}
+		WriteTimeout: metricsWriteTimeout, IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: metricsMaxHeaderBytes,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
 // metricsHandler routes the endpoints; it has its own registry, which
