@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"os"
 	"strings"
 	"testing"
 
@@ -50,6 +51,22 @@ func TestGeometryCanonicalAccepted(t *testing.T) {
 		if err != nil || ml.FileSize() != l.FileSize() {
 			t.Errorf("%s: mirror layout %+v (%v): %d bytes, the source's ring %d", name, ml, err, ml.FileSize(), l.FileSize())
 		}
+	}
+}
+
+// A ring written by the reference implementation (shm/testdata, its
+// Python producer) is canonical: a source serving it is mirrored.
+func TestGeometryOfForeignRingCanonical(t *testing.T) {
+	b, err := os.ReadFile("../../shm/testdata/ring-py-fixed-16x56.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := shm.ParseHeader(b, uint64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseGeometry(AppendGeometry(nil, 1, 0, GeometryOf(h.Layout))[HeaderSize:]); err != nil {
+		t.Fatalf("the reference implementation's ring %+v: %v", h.Layout, err)
 	}
 }
 
