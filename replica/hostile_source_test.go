@@ -212,9 +212,17 @@ func (e *hsEvents) first(k replica.MirrorEventKind) (replica.MirrorEvent, time.T
 // A source that sends GEOMETRY and five records, then nothing at all (no
 // record, no heartbeat) for longer than SourceTimeout is disconnected
 // (ErrSourceSilent, counted) and redialled; the next connection goes on.
+// The mirror runs on its own thread, and on a Loop that blocks when idle.
 func TestSilentSourceRedialled(t *testing.T) {
 	netns.Require(t)
-	p := netns.NewPair(t)
+	t.Run("own thread", func(t *testing.T) { silentSource(t, netns.NewPair(t), nil) })
+	t.Run("loop", func(t *testing.T) {
+		p := netns.NewPair(t)
+		silentSource(t, p, runLoop(t, p.B, replica.WaitBlock))
+	})
+}
+
+func silentSource(t *testing.T, p *netns.Pair, loop *replica.Loop) {
 	geom := fakeGeometry(t)
 	var m *replica.Mirror
 	serve := func(silent bool) func(net.Conn, uint64) error {
@@ -239,7 +247,7 @@ func TestSilentSourceRedialled(t *testing.T) {
 	var evs hsEvents
 	const timeout = 600 * time.Millisecond
 	m, ring := f.mirror(t, replica.MirrorConfig{From: fromOldest, SourceTimeout: timeout,
-		Reconnect: 50 * time.Millisecond, Events: evs.add})
+		Reconnect: 50 * time.Millisecond, Events: evs.add, Loop: loop})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var err error
