@@ -53,7 +53,13 @@ type MirrorConfig struct {
 	// datagrams come (default: kernel UDP, NewMirrorUDP).
 	NewTransport func(DatagramSpec) (Transport, error)
 	// DialTimeout bounds connecting and the handshake (default 10 s).
+	// The end of the context given Run or Connect ends them at once.
 	DialTimeout time.Duration
+	// SourceTimeout ends a connection over which the source has sent
+	// nothing (no record, no heartbeat) for this long; Run then reconnects
+	// (default DefaultSourceTimeout; negative: never). It also bounds how
+	// long a GAP past what the source announced waits to be backed.
+	SourceTimeout time.Duration
 	// NoTelemetry does not announce HelloTelemetry: the mirror speaks
 	// version 1 exactly and never reports STATUS.
 	NoTelemetry bool
@@ -137,8 +143,42 @@ type Mirror struct {
 	// carries.
 	afterDatagram func(i int, last, batchLast uint64)
 
+	// faults counts what the source did wrong (Faults).
+	faults SourceFaults
+
 	mu     sync.Mutex
 	public MirrorStats
+	pubFlt SourceFaults
+}
+
+// DefaultSourceTimeout is MirrorConfig.SourceTimeout's default: 25 times
+// the longest a real source's TCP session stays silent (a HEARTBEAT after
+// 200 ms without a frame), so that a few TCP retransmissions with their
+// backoff (200, 400, 800 ms...) on a lossy WAN never end a connection.
+const DefaultSourceTimeout = 5 * time.Second
+
+// MinSourceTimeout is the shortest SourceTimeout: a source's TCP session
+// may be silent for 200 ms (its heartbeat interval), plus the way.
+const MinSourceTimeout = 500 * time.Millisecond
+
+// ErrSourceSilent ends a connection whose source sent nothing for
+// MirrorConfig.SourceTimeout.
+var ErrSourceSilent = errors.New("replica: the source went silent")
+
+// SourceFaults counts the connections a mirror ended because of its
+// source: Protocol for a protocol error (a malformed frame, a GEOMETRY
+// that is not the canonical layout, a GAP past what the source announced
+// left unbacked), Silent for SourceTimeout without a frame.
+type SourceFaults struct {
+	Protocol, Silent uint64
+}
+
+// Faults returns a snapshot of the source's faults, safe from any
+// goroutine (refreshed with Stats).
+func (m *Mirror) Faults() SourceFaults {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.pubFlt
 }
 
 // stepLimit bounds the datagrams and TCP frames one Step handles, so that
@@ -164,6 +204,12 @@ func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 	}
 	if cfg.DialTimeout <= 0 {
 		cfg.DialTimeout = 10 * time.Second
+	}
+	switch {
+	case cfg.SourceTimeout == 0:
+		cfg.SourceTimeout = DefaultSourceTimeout
+	case cfg.SourceTimeout > 0 && cfg.SourceTimeout < MinSourceTimeout:
+		return nil, fmt.Errorf("replica: mirror: SourceTimeout %v is below %v: a source's TCP session may be silent for 200 ms", cfg.SourceTimeout, MinSourceTimeout)
 	}
 	if cfg.NewTransport == nil {
 		cfg.NewTransport = NewMirrorUDP
@@ -201,7 +247,7 @@ func (m *Mirror) publishStats(now time.Time) {
 		m.stats.Wait = m.idler.Stats()
 	}
 	m.mu.Lock()
-	m.public = m.stats
+	m.public, m.pubFlt = m.stats, m.faults
 	m.mu.Unlock()
 	m.lastPublic = now
 }
@@ -225,6 +271,9 @@ func (m *Mirror) Close() error {
 // the mirror is closing).
 func (m *Mirror) disconnect(why error) {
 	if m.c != nil {
+		if protocolErr(why) {
+			m.faults.Protocol++
+		}
 		m.c.close()
 		m.c = nil
 		// What the last step applied is visible before anyone hears of

@@ -70,6 +70,10 @@ type conn struct {
 	asked       uint64
 	lastStatus  time.Time
 	reported    uint64 // Applied in the last STATUS
+
+	// heard is when the run loop last handled a TCP frame of the source
+	// (set as the connection is made; Mirror.checkSource).
+	heard time.Time
 }
 
 const (

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -69,15 +70,13 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, err)
 	}
-	tc, err := m.secure(ctx, raw)
+	c, err := m.shake(ctx, raw)
 	if err != nil {
-		raw.Close()
-		return fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, err)
-	}
-	c := newConn(tc)
-	if err := m.handshake(ctx, c); err != nil {
-		c.close()
-		return fmt.Errorf("mirror: handshake with %s: %w", m.cfg.Source, err)
+		if protocolErr(err) {
+			m.faults.Protocol++
+			m.publishStats(time.Now())
+		}
+		return err
 	}
 	maxLen := max(tcpFrameMax, m.shape.MaxRecord())
 	if c.udp == nil {
@@ -93,6 +92,7 @@ func (m *Mirror) Connect(ctx context.Context) error {
 		}
 	}
 	m.c = c
+	c.heard = time.Now()
 	m.stats.Connects++
 	m.watch(c)
 	c.notify = m.notify
@@ -103,11 +103,45 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	return nil
 }
 
-func (m *Mirror) handshake(ctx context.Context, c *conn) error {
+// shake runs the TLS handshake (with a key) and the HELLO–GEOMETRY
+// exchange on raw. ctx's deadline (DialTimeout) bounds every read and
+// write; its end (Run's context: SIGTERM) interrupts them at once, not at
+// the deadline, however little the source sends. raw is closed on error.
+func (m *Mirror) shake(ctx context.Context, raw net.Conn) (*conn, error) {
 	if dl, ok := ctx.Deadline(); ok {
-		c.tcp.SetDeadline(dl)
-		defer c.tcp.SetDeadline(time.Time{})
+		raw.SetDeadline(dl) // before the AfterFunc, which must have the last word
 	}
+	stop := context.AfterFunc(ctx, func() { raw.SetDeadline(time.Unix(1, 0)) })
+	tc, err := m.secure(ctx, raw)
+	if err != nil {
+		stop()
+		raw.Close()
+		return nil, fmt.Errorf("mirror: connect %s: %w", m.cfg.Source, ctxErr(ctx, err))
+	}
+	c := newConn(tc)
+	err = m.handshake(c)
+	if !stop() && err == nil {
+		err = ctx.Err() // the AfterFunc ran: the connection's deadline is past
+	}
+	if err != nil {
+		c.close()
+		return nil, fmt.Errorf("mirror: handshake with %s: %w", m.cfg.Source, ctxErr(ctx, err))
+	}
+	raw.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// ctxErr is the error of a connection step that failed: ctx's when it
+// was cancelled (the step's own error is then only the past deadline the
+// cancellation set).
+func ctxErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); errors.Is(cerr, context.Canceled) {
+		return cerr
+	}
+	return err
+}
+
+func (m *Mirror) handshake(c *conn) error {
 	flags := uint8(0)
 	if !m.cfg.NoTelemetry {
 		flags |= wire.HelloTelemetry | wire.HelloReportOnAsk
@@ -223,6 +257,7 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, sid uint64, hasSID 
 	first := max(h.Seq, 1)
 	if m.seq == nil {
 		m.seq = newSequencer(m.shape, first, m.ring, &m.stats)
+		m.seq.seen = first - 1 // GEOMETRY announces what comes from first on
 		if last := m.ring.stored; last > 0 && first > last+1 {
 			// A resumed ring: the source no longer held last+1..first-1,
 			// as a reconnection's gap(first) below counts them.
@@ -234,6 +269,7 @@ func (m *Mirror) prepareRing(g wire.Geometry, h wire.Header, sid uint64, hasSID 
 		}
 		m.seq.held = m.seq.held[:0]
 		m.seq.nakOut = false
+		m.seq.pendingGap, m.seq.pendingSince = 0, time.Time{} // the last connection's to back
 		// What the last connection's heartbeats announced is not this one's
 		// to believe (a forged one would outlive the reconnection).
 		m.seq.hb, m.seq.seen = 0, m.seq.next-1

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"sort"
 	"time"
 
@@ -60,6 +61,12 @@ type sequencer struct {
 	tcpOnly        bool   // every record comes over TCP
 	maxHeld        int
 	nakRecordLimit uint64
+	// pendingGap (0: none) is the next sequence of a TCP GAP past what the
+	// source had announced (seen), not applied until a record or a
+	// heartbeat announces the one before it; pendingSince is when the
+	// mirror first looked at it (pendingGapDue).
+	pendingGap   uint64
+	pendingSince time.Time
 }
 
 func newSequencer(shape wire.Shape, next uint64, out recordSink, stats *MirrorStats) *sequencer {
@@ -174,6 +181,61 @@ func (s *sequencer) gap(next uint64) error {
 	s.seen = max(s.seen, next-1)
 	s.out.skip(next)
 	return s.drain()
+}
+
+// gapFrom handles a GAP the source sent over TCP. The source names as
+// next a record it holds, or the one after the last it has: a GAP whose
+// next lies past the one after everything it announced (GEOMETRY's first
+// sequence, records, heartbeats: seen) is held, not applied, until a
+// record or heartbeat announces next−1. A real source sends that record
+// right after (a TCP stream the ring lapped: GAP to the oldest record,
+// then that record), or a heartbeat within 200 ms; pendingGapDue refuses a
+// GAP that stays unannounced: a bare GAP to 2^64−2 never moves the mirror.
+func (s *sequencer) gapFrom(next uint64) error {
+	if next <= s.next {
+		return nil
+	}
+	if next-1 <= s.seen {
+		return s.gap(next)
+	}
+	if next > s.pendingGap {
+		s.pendingGap = next
+	}
+	return nil
+}
+
+// pendingGapDue applies the pending GAP, if any, once what the source
+// announced reaches the record before its next (the records that came
+// meanwhile were held, and are applied now); it is a protocol error when
+// the GAP stayed unbacked for longer than wait, counted from the first
+// call that saw it. The mirror calls it once per step, so that the hot
+// path (data) pays nothing for it.
+func (s *sequencer) pendingGapDue(now time.Time, wait time.Duration) error {
+	if s.pendingGap == 0 {
+		return nil
+	}
+	if backed, err := s.confirmGap(); backed || err != nil {
+		return err
+	}
+	if s.pendingSince.IsZero() {
+		s.pendingSince = now
+	}
+	if now.Sub(s.pendingSince) <= wait {
+		return nil
+	}
+	return fmt.Errorf("%w: GAP to %d, past the last sequence the source announced (%d), backed by no record or heartbeat within %v",
+		wire.ErrMalformed, s.pendingGap, s.seen, wait)
+}
+
+// confirmGap applies the pending GAP if what the source announced backs
+// it, and reports whether it did.
+func (s *sequencer) confirmGap() (bool, error) {
+	if s.pendingGap == 0 || s.seen < s.pendingGap-1 {
+		return false, nil
+	}
+	next := s.pendingGap
+	s.pendingGap, s.pendingSince = 0, time.Time{}
+	return true, s.gap(next)
 }
 
 // heartbeat notes the source's last sent sequence.

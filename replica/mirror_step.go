@@ -37,13 +37,15 @@ func (m *Mirror) step(wait time.Duration) (n int, now time.Time, err error) {
 	}
 	defer func() {
 		if err != nil {
-			m.ring.publish() // what was stored before the error is good
+			m.seq.confirmGap() // a backed GAP, and the records it held, are good
+			m.ring.publish()   // what was stored before the error is good
 		}
 	}()
 	n, err = m.drainTCP(c, stepLimit)
 	if err != nil {
 		return n, now, err
 	}
+	tcp := n
 	if c.udp != nil {
 		w := wait
 		if n > 0 {
@@ -60,10 +62,34 @@ func (m *Mirror) step(wait time.Duration) (n int, now time.Time, err error) {
 		}
 	}
 	now = time.Now()
+	if err := m.checkSource(c, tcp > 0, now); err != nil {
+		return n, now, err
+	}
 	if err := m.finishStep(c, now); err != nil {
 		return n, now, err
 	}
 	return n, now, nil
+}
+
+// checkSource ends a connection whose source has sent nothing over TCP
+// for SourceTimeout (heard: this step handled a TCP frame), or has left
+// a GAP past what it announced unbacked as long (sequencer.gapFrom). A
+// real source's TCP session is never silent for more than 200 ms: it
+// sends a HEARTBEAT after 200 ms without a frame, in every mode; only TCP
+// counts, as datagrams can come from anyone on the segment.
+func (m *Mirror) checkSource(c *conn, heard bool, now time.Time) error {
+	wait := m.cfg.SourceTimeout
+	if heard {
+		c.heard = now
+	} else if wait > 0 && now.Sub(c.heard) > wait {
+		m.faults.Silent++
+		return fmt.Errorf("%w: nothing from %s for %v (SourceTimeout %v)",
+			ErrSourceSilent, m.cfg.Source, now.Sub(c.heard).Round(time.Millisecond), wait)
+	}
+	if wait <= 0 {
+		wait = DefaultSourceTimeout
+	}
+	return m.seq.pendingGapDue(now, wait)
 }
 
 func (m *Mirror) finishStep(c *conn, now time.Time) error {
@@ -154,7 +180,7 @@ func (m *Mirror) handleTCP(h wire.Header, p []byte) error {
 		m.stats.Bytes += uint64(len(p))
 		return m.seq.data(h, p, true)
 	case wire.KindGap:
-		return m.seq.gap(h.Seq)
+		return m.seq.gapFrom(h.Seq)
 	case wire.KindHeartbeat:
 		m.seq.heartbeat(h.Seq)
 		m.seq.suppressNaks = false // the TCP catch-up, if any, is over

@@ -9,10 +9,14 @@ import (
 	"net"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/trace"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/shm"
 )
 
 const mirrorHelp = `Mirror connects to a ringfire serve at SOURCE (host:port, or unix:PATH for a
@@ -36,14 +40,15 @@ type mirrorFlags struct {
 	unicast, tcp, once, noTelemetry bool
 	anySource                       bool
 	reconnectMS                     int
-	maxSize                         maxSize
+	maxSize                         mirrorMaxSize
+	sourceTimeout                   sourceTimeout
 	wait                            waitFlags
 	key                             keyFlags
 	xdp                             xdpFlags
 }
 
 func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
-	f := &mirrorFlags{maxSize: defaultMaxSize()}
+	f := &mirrorFlags{maxSize: mirrorMaxSize{auto: true}, sourceTimeout: sourceTimeout(replica.DefaultSourceTimeout)}
 	fs.StringVar(&f.from, "from", "latest", "start `at` latest, oldest, resume or a sequence number")
 	fs.StringVar(&f.iface, "iface", "", "local interface (`address` or name) facing the source")
 	fs.BoolVar(&f.unicast, "unicast", false, "ask for UDP unicast (punch through NAT)")
@@ -51,7 +56,11 @@ func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
 	fs.BoolVar(&f.once, "once", false, "do not reconnect: exit when the source goes away")
 	fs.IntVar(&f.reconnectMS, "reconnect-ms", 1000, "wait `ms` between reconnections")
 	f.wait.add(fs, "receive loop")
-	fs.Var(&f.maxSize, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; 0: no limit but the free space)")
+	fs.Var(&f.maxSize, "max-size", "refuse a source whose ring would make a mirror ring larger than `SIZE` bytes (K, M, G, T suffixes; "+
+		"auto: half the machine's memory, MemTotal, as a mirror ring's pages all become resident; 0: no limit). "+
+		"Whatever the limit, the ring must fit the free space of PATH's filesystem when it is created: on a tmpfs such as /dev/shm both bound it")
+	fs.Var(&f.sourceTimeout, "source-timeout", "reconnect when the source has sent nothing (no record, no heartbeat: a source sends one every 200 ms) for `DURATION` "+
+		"(at least 500ms; 0: never); a GAP past what the source announced must be backed within it too")
 	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id")
 	fs.BoolVar(&f.anySource, "any-source", false, "accept datagrams from any address (default: only from the source's)")
 	f.key.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
@@ -135,4 +144,87 @@ func printMirrorStats(w io.Writer, st replica.MirrorStats, asJSON bool) {
 		st.Frames, st.Datagrams, st.Records, st.CatchUp, st.Retransmitted, st.Gaps)
 	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d, foreign %d\n",
 		st.NaksSent, st.Duplicates, st.Stale, st.OtherSession, st.Malformed, st.Overflow, st.FarAhead, st.Foreign)
+}
+
+// mirrorMaxSize is mirror's --max-size: a size (maxSize), or auto (the
+// default), half the machine's memory (MemTotal). A mirror ring is
+// written all over, so every page of it becomes resident (on a tmpfs it
+// is memory; on a disk, page cache), and a source decides its size: auto
+// keeps a source from taking more than half the host. The free space of
+// the ring's filesystem bounds it too, checked by shm as the ring is
+// created (each time: it follows the space left).
+type mirrorMaxSize struct {
+	maxSize
+	auto bool
+}
+
+func (m *mirrorMaxSize) String() string {
+	if m == nil {
+		return ""
+	}
+	if m.auto {
+		return "auto"
+	}
+	return m.maxSize.String()
+}
+
+func (m *mirrorMaxSize) Set(s string) error {
+	if strings.EqualFold(strings.TrimSpace(s), "auto") {
+		m.auto = true
+		return nil
+	}
+	if err := m.maxSize.Set(s); err != nil {
+		return fmt.Errorf("%w, or auto", err)
+	}
+	m.auto = false
+	return nil
+}
+
+// opt is the value of MirrorConfig.MaxRingSize (shm's CreateOptions.MaxSize).
+func (m mirrorMaxSize) opt() int64 {
+	if m.auto {
+		return autoMaxSize()
+	}
+	return m.maxSize.opt()
+}
+
+// autoMaxSize is --max-size auto: half of MemTotal (sysinfo(2), what
+// /proc/meminfo shows); shm's fixed default if the kernel does not say.
+func autoMaxSize() int64 {
+	var si unix.Sysinfo_t
+	if err := unix.Sysinfo(&si); err != nil || si.Totalram == 0 {
+		return shm.DefaultMaxSize
+	}
+	return int64(min(uint64(si.Totalram)*uint64(max(si.Unit, 1))/2, 1<<62))
+}
+
+// sourceTimeout is --source-timeout: MirrorConfig.SourceTimeout, checked
+// as it is set (a [[mirror]] key too); 0 turns it off.
+type sourceTimeout time.Duration
+
+func (d *sourceTimeout) String() string {
+	if d == nil {
+		return ""
+	}
+	return time.Duration(*d).String()
+}
+
+func (d *sourceTimeout) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil || v < 0 || v > 0 && v < replica.MinSourceTimeout {
+		return fmt.Errorf("%q: want a duration of at least %v (a source may be silent for 200 ms between heartbeats), or 0 for never", s, replica.MinSourceTimeout)
+	}
+	*d = sourceTimeout(v)
+	return nil
+}
+
+// Get makes the flag a duration for ringfire run's type check.
+func (d *sourceTimeout) Get() any { return time.Duration(*d) }
+
+// opt is the value of MirrorConfig.SourceTimeout (negative: never).
+func (d sourceTimeout) opt() time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return time.Duration(d)
 }

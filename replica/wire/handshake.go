@@ -69,7 +69,9 @@ func AppendGeometry(b []byte, first uint64, flags uint8, g Geometry) []byte {
 	return le.AppendUint64(b, g.ArenaSize)
 }
 
-// ParseGeometry decodes and sanity-checks a GEOMETRY payload.
+// ParseGeometry decodes a GEOMETRY payload and checks it: the wire
+// spec's sanity rules (Validate), then that it describes the canonical
+// layout of its fields (Canonical).
 func ParseGeometry(p []byte) (Geometry, error) {
 	if len(p) != GeometrySize {
 		return Geometry{}, fmt.Errorf("%w: GEOMETRY of %d bytes", ErrMalformed, len(p))
@@ -78,7 +80,10 @@ func ParseGeometry(p []byte) (Geometry, error) {
 	g := Geometry{Capacity: le.Uint64(p), ElementSize: le.Uint32(p[8:]), RingFlags: le.Uint32(p[12:]),
 		SchemaSig: le.Uint64(p[16:]), RegistryCount: le.Uint32(p[24:]), SlotsOffset: le.Uint32(p[28:]),
 		ArenaOffset: le.Uint64(p[32:]), ArenaSize: le.Uint64(p[40:])}
-	return g, g.Validate()
+	if err := g.Validate(); err != nil {
+		return g, err
+	}
+	return g, g.Canonical()
 }
 
 // Blob reports whether the ring carries a blob arena.
@@ -110,6 +115,38 @@ func (g Geometry) Validate() error {
 		return bad("arena_offset", g.ArenaOffset, "before the slots' end or not 64-aligned")
 	case g.ElementSize < 8+shm.DescriptorSize:
 		return bad("element_size", uint64(g.ElementSize), "too small for a blob descriptor")
+	}
+	return nil
+}
+
+// Canonical checks that every offset is the one shm's layout places
+// (shm.NewLayout) for the other fields: the slots right after the header
+// and registry, the arena right after the slots, no arena fields without
+// the arena flag. The offsets are the only fields that make a mirror ring
+// larger than its slots, registry and arena: a source that could set them
+// freely would make a mirror reserve any size for a ring of a few slots.
+// A failure names the field and the offset the layout wants. Validate's
+// rules are assumed to hold (ParseGeometry checks them first).
+func (g Geometry) Canonical() error {
+	bad := func(f string, v, want uint64) error {
+		return fmt.Errorf("%w: GEOMETRY %s = %d: the layout of these fields puts it at %d", ErrMalformed, f, v, want)
+	}
+	c := shm.RingConfig{PayloadSize: g.PayloadSize(), Capacity: g.Capacity,
+		Readers: int(g.RegistryCount), SchemaSig: g.SchemaSig}
+	if g.Blob() {
+		c.ArenaSize = g.ArenaSize
+	} else if g.ArenaOffset != 0 || g.ArenaSize != 0 {
+		return bad("arena_offset", g.ArenaOffset, 0) // no WITH_ARENA: no arena
+	}
+	l, err := shm.NewLayout(c)
+	if err != nil {
+		return fmt.Errorf("%w: GEOMETRY describes no ring this layout makes: %v", ErrMalformed, err)
+	}
+	switch {
+	case uint64(g.SlotsOffset) != l.SlotsOffset:
+		return bad("slots_offset", uint64(g.SlotsOffset), l.SlotsOffset)
+	case g.ArenaOffset != l.ArenaOffset:
+		return bad("arena_offset", g.ArenaOffset, l.ArenaOffset)
 	}
 	return nil
 }
