@@ -90,8 +90,8 @@ func TestNonCanonicalGeometryRefused(t *testing.T) {
 		if _, serr := os.Stat(ring); !errors.Is(serr, os.ErrNotExist) {
 			t.Errorf("%s: the refused mirror ring was created: %v", tc.name, serr)
 		}
-		if ft := m.Faults(); ft.Protocol != 1 {
-			t.Errorf("%s: faults %+v, want 1 protocol fault", tc.name, ft)
+		if ft := m.Stats(); ft.SourceErrors != 1 {
+			t.Errorf("%s: stats %+v, want 1 source error", tc.name, ft)
 		}
 		t.Logf("%s: %v", tc.name, err)
 	}
@@ -266,9 +266,9 @@ func silentSource(t *testing.T, p *netns.Pair, loop *replica.Loop) {
 	if silent := discAt.Sub(connAt); silent < timeout || silent > timeout+time.Second {
 		t.Errorf("disconnected %v after connecting, want SourceTimeout %v (+ up to 1 s)", silent, timeout)
 	}
-	st, ft := m.Stats(), m.Faults()
-	if st.Connects != 2 || ft.Silent != 1 || ft.Protocol != 0 {
-		t.Errorf("stats %+v, faults %+v: want 2 connects, 1 silent source", st, ft)
+	st := m.Stats()
+	if st.Connects != 2 || st.SourceSilent != 1 || st.SourceErrors != 0 {
+		t.Errorf("stats %+v: want 2 connects, 1 silent source", st)
 	}
 	t.Logf("%v after %v", disc.Err, discAt.Sub(connAt))
 	m.Close()
@@ -302,9 +302,9 @@ func TestGapPastAnnouncedRefused(t *testing.T) {
 	if !errors.Is(err, wire.ErrMalformed) || !strings.Contains(err.Error(), "GAP to 18446744073709551614") {
 		t.Fatalf("Run: %v, want wire.ErrMalformed naming the GAP", err)
 	}
-	st, ft := m.Stats(), m.Faults()
-	if st.Next != 11 || st.Gaps != 0 || ft.Protocol != 1 {
-		t.Errorf("stats %+v, faults %+v: want next 11, no gap, 1 protocol fault", st, ft)
+	st := m.Stats()
+	if st.Next != 11 || st.Gaps != 0 || st.SourceErrors != 1 {
+		t.Errorf("stats %+v: want next 11, no gap, 1 protocol fault", st)
 	}
 	t.Logf("%v", err)
 	m.Close()
@@ -336,7 +336,7 @@ func TestGapBackedByRecordApplied(t *testing.T) {
 	if err := runIn(p.B, m, 15*time.Second); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if st, ft := m.Stats(), m.Faults(); st.Next != 510 || st.Gaps != 489 || ft.Protocol != 0 {
-		t.Fatalf("stats %+v, faults %+v: want next 510 after a gap of 489", st, ft)
+	if st := m.Stats(); st.Next != 510 || st.Gaps != 489 || st.SourceErrors != 0 {
+		t.Fatalf("stats %+v: want next 510 after a gap of 489", st)
 	}
 }

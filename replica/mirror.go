@@ -143,12 +143,8 @@ type Mirror struct {
 	// carries.
 	afterDatagram func(i int, last, batchLast uint64)
 
-	// faults counts what the source did wrong (Faults).
-	faults SourceFaults
-
 	mu     sync.Mutex
 	public MirrorStats
-	pubFlt SourceFaults
 }
 
 // DefaultSourceTimeout is MirrorConfig.SourceTimeout's default: 25 times
@@ -164,22 +160,6 @@ const MinSourceTimeout = 500 * time.Millisecond
 // ErrSourceSilent ends a connection whose source sent nothing for
 // MirrorConfig.SourceTimeout.
 var ErrSourceSilent = errors.New("replica: the source went silent")
-
-// SourceFaults counts the connections a mirror ended because of its
-// source: Protocol for a protocol error (a malformed frame, a GEOMETRY
-// that is not the canonical layout, a GAP past what the source announced
-// left unbacked), Silent for SourceTimeout without a frame.
-type SourceFaults struct {
-	Protocol, Silent uint64
-}
-
-// Faults returns a snapshot of the source's faults, safe from any
-// goroutine (refreshed with Stats).
-func (m *Mirror) Faults() SourceFaults {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.pubFlt
-}
 
 // stepLimit bounds the datagrams and TCP frames one Step handles, so that
 // single-threaded callers get control back under any load.
@@ -247,7 +227,7 @@ func (m *Mirror) publishStats(now time.Time) {
 		m.stats.Wait = m.idler.Stats()
 	}
 	m.mu.Lock()
-	m.public, m.pubFlt = m.stats, m.faults
+	m.public = m.stats
 	m.mu.Unlock()
 	m.lastPublic = now
 }
@@ -272,7 +252,7 @@ func (m *Mirror) Close() error {
 func (m *Mirror) disconnect(why error) {
 	if m.c != nil {
 		if protocolErr(why) {
-			m.faults.Protocol++
+			m.stats.SourceErrors++
 		}
 		m.c.close()
 		m.c = nil

@@ -73,7 +73,7 @@ func (m *Mirror) Connect(ctx context.Context) error {
 	c, err := m.shake(ctx, raw)
 	if err != nil {
 		if protocolErr(err) {
-			m.faults.Protocol++
+			m.stats.SourceErrors++
 			m.publishStats(time.Now())
 		}
 		return err

@@ -82,7 +82,7 @@ func (m *Mirror) checkSource(c *conn, heard bool, now time.Time) error {
 	if heard {
 		c.heard = now
 	} else if wait > 0 && now.Sub(c.heard) > wait {
-		m.faults.Silent++
+		m.stats.SourceSilent++
 		return fmt.Errorf("%w: nothing from %s for %v (SourceTimeout %v)",
 			ErrSourceSilent, m.cfg.Source, now.Sub(c.heard).Round(time.Millisecond), wait)
 	}

@@ -37,6 +37,11 @@ type MirrorStats struct {
 	// (forged, tampered, another key or source incarnation); Replayed
 	// those whose counter was seen before (a replay, or a --dup copy).
 	BadAuth, Replayed uint64
+	// SourceErrors counts the connections ended for a protocol error of
+	// the source (a malformed frame, a GEOMETRY that is not the canonical
+	// layout, a GAP past what it announced left unbacked); SourceSilent
+	// those ended because it sent nothing for MirrorConfig.SourceTimeout.
+	SourceErrors, SourceSilent uint64
 
 	Held      int    // datagrams held ahead of a hole now
 	Next      uint64 // next sequence the mirror will write

@@ -133,6 +133,8 @@ func (c *collector) addLocal() {
 	loc("datagrams_total", "Datagrams received.", k, func(s replica.MirrorStats) float64 { return float64(s.Datagrams) })
 	loc("naks_total", "NAK frames sent.", k, func(s replica.MirrorStats) float64 { return float64(s.NaksSent) })
 	loc("gap_records_total", "Records lost (GAP).", k, func(s replica.MirrorStats) float64 { return float64(s.Gaps) })
+	loc("source_errors_total", "Connections ended for a protocol error of the source (malformed frame, non-canonical GEOMETRY, unbacked GAP).", k, func(s replica.MirrorStats) float64 { return float64(s.SourceErrors) })
+	loc("source_silent_total", "Connections ended because the source sent nothing for --source-timeout.", k, func(s replica.MirrorStats) float64 { return float64(s.SourceSilent) })
 	loc("dropped_total", "Datagrams dropped: malformed, other session, foreign, far ahead, bad tag, replayed.", k, func(s replica.MirrorStats) float64 {
 		return float64(s.Malformed + s.OtherSession + s.Foreign + s.FarAhead + s.BadAuth + s.Replayed)
 	})

@@ -142,6 +142,7 @@ func printMirrorStats(w io.Writer, st replica.MirrorStats, asJSON bool) {
 	fmt.Fprintf(w, "mirror: %s, next %d, lag %d, connects %d, fresh rings %d\n", st.Transport, st.Next, st.Lag, st.Connects, st.Resets)
 	fmt.Fprintf(w, "  received: frames %d, datagrams %d, records %d (history %d, retransmitted %d), gaps %d\n",
 		st.Frames, st.Datagrams, st.Records, st.CatchUp, st.Retransmitted, st.Gaps)
+	fmt.Fprintf(w, "  source faults: protocol errors %d, silent %d\n", st.SourceErrors, st.SourceSilent)
 	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d, foreign %d\n",
 		st.NaksSent, st.Duplicates, st.Stale, st.OtherSession, st.Malformed, st.Overflow, st.FarAhead, st.Foreign)
 }
