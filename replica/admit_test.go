@@ -226,3 +226,25 @@ func TestRefusedToldPerKind(t *testing.T) {
 	}
 	t.Logf("told %d of %d refusals of max_pending_per_addr in %v", len(ap), ap[1].count, ap[1].at.Sub(ap[0].at))
 }
+
+// TestEvictCatchUp: a session still in its catch-up counts as not live;
+// when the pool is full, it is the oldest and is evicted (closed) for a
+// newcomer, whose handshake goes on.
+func TestEvictCatchUp(t *testing.T) {
+	lan, src := lanSource(t, 3, 1<<16)
+	src.push(60000) // 3.4 MB of history: more than any socket buffer
+	srv := src.serve(replica.ServerConfig{Multicast: mcastGroup(), MaxPending: 1})
+	c := dialNonReader(t, lan.Hosts[2], srv.Addr().String())
+	defer c.Close()
+	if _, err := c.Write(wire.AppendHello(nil, wire.StartOldest, wire.Hello{Flags: wire.HelloUDP})); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, 10*time.Second, "the history streaming to the non-reader", func() bool { return srv.Stats().TCPFrames > 0 })
+	if err := connectOnce(t, lan.Hosts[1], lan.Addrs[1], src, replica.MirrorConfig{TCPOnly: true}); err != nil {
+		t.Fatalf("the newcomer: %v", err)
+	}
+	biExpectClosed(t, c)
+	if st := srv.Stats(); st.Evicted != 1 || st.Refused != 1 {
+		t.Fatalf("%+v", st)
+	}
+}

@@ -66,9 +66,10 @@ type ServerConfig struct {
 	// MaxConnsPerAddr is refused at once: sent an ERROR frame saying why,
 	// closed and counted (ServerStats.Refused, by RefusalKind). When
 	// MaxPending connections are not live yet, the oldest of them is
-	// evicted for the newcomer (RefusedEvicted), so that holding
-	// connections open locks nobody out: an attacker would have to open
-	// MaxPending of them within a real mirror's handshake. 0:
+	// evicted for the newcomer (RefusedEvicted; a mirror evicted in its
+	// catch-up reconnects and goes on from what it holds), so that
+	// holding connections open locks nobody out: an attacker would have
+	// to open MaxPending of them within a real mirror's handshake. 0:
 	// DefaultMaxConns, DefaultMaxConnsPerAddr, DefaultMaxPending;
 	// negative: no limit.
 	MaxConns, MaxConnsPerAddr, MaxPending int
