@@ -65,3 +65,13 @@ func TestAdmissionFlags(t *testing.T) {
 		t.Fatalf("defaults: %v, %d", u3.cfg.HandshakeTimeout, u3.cfg.MaxPendingPerAddr)
 	}
 }
+
+// serve's counters say how many connections were refused, by kind.
+func TestServeStatsAdmission(t *testing.T) {
+	var b strings.Builder
+	printServerStats(&b, replica.ServerStats{Refused: 9, RefusedAddrPending: 4, Evicted: 2, HandshakeTimeouts: 3}, false)
+	want := "admission: refused 9 (max conns 0, per address 0, pending per address 4, evicted 2, handshake timeouts 3)"
+	if !strings.Contains(b.String(), want) {
+		t.Fatalf("printed:\n%s\nwant %q", b.String(), want)
+	}
+}

@@ -311,6 +311,8 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 	fmt.Fprintf(w, "  tcp: frames %d, records %d; NAKs answered %d, retransmitted %d, gaps %d (%d records)\n",
 		st.TCPFrames, st.TCPRecord, st.NaksAnswered, st.Retransmitted, st.Gaps, st.GapRecords)
 	fmt.Fprintf(w, "  refused: connections %d, punches %d, datagrams %d\n", st.BadFrames, st.BadPunches, st.BadDatagram)
+	fmt.Fprintf(w, "  admission: refused %d (max conns %d, per address %d, pending per address %d, evicted %d, handshake timeouts %d)\n",
+		st.Refused, st.RefusedConns, st.RefusedAddr, st.RefusedAddrPending, st.Evicted, st.HandshakeTimeouts)
 }
 
 // logEvent logs a server event: lag warnings at WARN with the mirror's
