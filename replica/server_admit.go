@@ -40,7 +40,7 @@ type limits struct {
 	perAddr map[netip.Addr]int // connections open per peer address
 	pending pendingQueue       // connections not live yet (handshake, catch-up), oldest first
 	told    [refusalKinds]told // the last EventRefused of each kind
-	why     *refusals          // made at the first admission (refusalsOf)
+	why     *refusals          // made at the first use (refusalsLocked)
 }
 
 // refusalError is admit's refusal of a connection.
