@@ -121,7 +121,8 @@
 //	Run on a Loop    end                          failed step
 //
 // ServerConfig.Events is called from the session's goroutine (connect,
-// disconnect, reject, no punch), the accept loop (refused, accept failed)
+// disconnect, reject, no punch, a handshake past its deadline), the
+// accept loop (refused, evicted, accept failed)
 // and telemetryLoop (lag); MirrorConfig.Events from the goroutine that
 // calls Run, Connect, Step or Close.
 //
@@ -175,7 +176,9 @@
 //	server_feed.go           feed: ring records into DATA frames, never torn
 //	server_handoff.go        Handoff: a hub's sender round on the mirror's thread
 //	server_keyed.go          the source's TLS, incarnation and datagram seals
+//	server_pending.go        the queue of connections not live yet, eviction, a failed handshake
 //	server_punch.go          punchLoop: PUNCH datagrams, unicast destinations
+//	server_refusal.go        RefusalKind: a refused peer's ERROR frame, counts, EventRefused per kind
 //	server_registry.go       sessions by token, destinations, waking the sessions
 //	server_sender.go         sender: datagram rounds, pacing, heartbeats, sendLoop
 //	server_seqindex.go       seqIndex: when each write_seq was first seen (the lag in time)

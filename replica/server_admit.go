@@ -11,11 +11,17 @@ import (
 	"github.com/ringfire/ringfire/internal/idle"
 )
 
-// Connection limits (ServerConfig.MaxConns, MaxConnsPerAddr, MaxPending).
+// Connection limits (ServerConfig.MaxConns, MaxConnsPerAddr, MaxPending,
+// MaxPendingPerAddr, HandshakeTimeout).
 const (
-	DefaultMaxConns        = 1024
-	DefaultMaxConnsPerAddr = 64
-	DefaultMaxPending      = 128
+	DefaultMaxConns          = 1024
+	DefaultMaxConnsPerAddr   = 64
+	DefaultMaxPending        = 128
+	DefaultMaxPendingPerAddr = 16
+	// DefaultHandshakeTimeout covers a keyed handshake across a 200 ms
+	// round trip with two losses repaired (docs/guide/security.md says
+	// how it was measured: TestHandshakeAcrossWAN).
+	DefaultHandshakeTimeout = 3 * time.Second
 )
 
 // Accept back-off after a failure the listener recovers from (file
@@ -27,48 +33,88 @@ const (
 
 // limits are the admission counts, guarded by Server.mu.
 type limits struct {
-	open    map[net.Conn]struct{} // connections admitted and not released (Close closes them)
-	conns   int                   // len(open)
-	perAddr map[netip.Addr]int    // connections open per peer address
-	pending int                   // connections not live yet (handshake, catch-up)
-	warned  time.Time             // last EventRefused
+	// open holds the connections admitted and not released (Close
+	// closes them), each with its entry in the pending queue.
+	open    map[net.Conn]*pendingConn
+	conns   int                // len(open)
+	perAddr map[netip.Addr]int // connections open per peer address
+	pending pendingQueue       // connections not live yet (handshake, catch-up), oldest first
+	told    [refusalKinds]told // the last EventRefused of each kind
+	why     *refusals          // made at the first use (refusalsLocked)
 }
 
-// admit takes a connection into the counts, or says which limit refuses
-// it. A limit ≤ 0 is off.
+// refusalError is admit's refusal of a connection.
+type refusalError RefusalKind
+
+func (e refusalError) Error() string {
+	return "replica: connection refused: " + RefusalKind(e).String()
+}
+
+// admit takes a connection into the counts as not live yet, its handshake
+// deadline set, or says which limit refuses it (a refusalError), or that
+// the server is closed (ErrClosed). A limit ≤ 0 is off. When MaxPending
+// connections are not live yet, the oldest of them is evicted for this
+// one (counted and told as RefusedEvicted).
 func (s *Server) admit(c net.Conn, peer netip.Addr) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	_, victim, err := s.admitLocked(c, peer)
+	s.mu.Unlock()
+	if victim != nil {
+		s.refused(RefusedEvicted, victim.c.RemoteAddr())
+	}
+	return err
+}
+
+func (s *Server) admitLocked(c net.Conn, peer netip.Addr) (p, victim *pendingConn, err error) {
 	l, cfg := &s.lim, &s.cfg
 	switch {
 	case s.closed.Load(): // Close already closed the others (it sets closed under mu)
-		return ErrClosed
+		return nil, nil, ErrClosed
 	case cfg.MaxConns > 0 && l.conns >= cfg.MaxConns:
-		return errTooManyConns
+		return nil, nil, refusalError(RefusedConns)
 	case cfg.MaxConnsPerAddr > 0 && l.perAddr[peer] >= cfg.MaxConnsPerAddr:
-		return errTooManyFromAddr
-	case cfg.MaxPending > 0 && l.pending >= cfg.MaxPending:
-		return errTooManyPending
+		return nil, nil, refusalError(RefusedAddr)
+	case s.maxPendingPerAddr() > 0 && l.pending.perAddr[peer] >= s.maxPendingPerAddr():
+		return nil, nil, refusalError(RefusedAddrPending)
+	}
+	if cfg.MaxPending > 0 && l.pending.n >= cfg.MaxPending {
+		victim = s.evictOldest()
 	}
 	if l.perAddr == nil {
-		l.perAddr, l.open = map[netip.Addr]int{}, map[net.Conn]struct{}{}
+		l.perAddr, l.open = map[netip.Addr]int{}, map[net.Conn]*pendingConn{}
 	}
-	l.open[c] = struct{}{}
+	c.SetDeadline(time.Now().Add(s.handshakeTimeout()))
+	p = &pendingConn{c: c, peer: peer, shaking: true}
+	l.pending.push(p)
+	l.open[c] = p
 	l.conns++
 	l.perAddr[peer]++
-	l.pending++
-	return nil
+	return p, victim, nil
 }
 
-var (
-	errTooManyConns    = errors.New("connection limit reached (MaxConns)")
-	errTooManyFromAddr = errors.New("connection limit of the address reached (MaxConnsPerAddr)")
-	errTooManyPending  = errors.New("too many connections not live yet (MaxPending)")
-)
+// maxPendingPerAddr is ServerConfig.MaxPendingPerAddr, or its default.
+func (s *Server) maxPendingPerAddr() int {
+	return orDefault(s.cfg.MaxPendingPerAddr, DefaultMaxPendingPerAddr)
+}
 
-// release drops a connection from the counts (pending: it never went
-// live).
-func (s *Server) release(c net.Conn, peer netip.Addr, pending bool) {
+// handshakeTimeout is ServerConfig.HandshakeTimeout, or its default.
+func (s *Server) handshakeTimeout() time.Duration {
+	if s.cfg.HandshakeTimeout > 0 {
+		return s.cfg.HandshakeTimeout
+	}
+	return DefaultHandshakeTimeout
+}
+
+// admitted is the entry admit made for c (serveConn's, once).
+func (s *Server) admitted(c net.Conn) *pendingConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lim.open[c]
+}
+
+// release drops a connection from the counts, and from the pending queue
+// if it never went live.
+func (s *Server) release(c net.Conn, peer netip.Addr, p *pendingConn) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	l := &s.lim
@@ -77,38 +123,21 @@ func (s *Server) release(c net.Conn, peer netip.Addr, pending bool) {
 	if l.perAddr[peer]--; l.perAddr[peer] <= 0 {
 		delete(l.perAddr, peer)
 	}
-	if pending {
-		l.pending--
+	if p != nil {
+		l.pending.remove(p)
 	}
 }
 
-// wentLive moves a session out of the pending count, once, and wakes
+// wentLive moves a session out of the pending queue, once, and wakes
 // every AwaitApplied (a live session counts).
 func (ss *session) wentLive() {
 	if ss.pending.CompareAndSwap(true, false) {
 		s := ss.srv
 		s.mu.Lock()
-		s.lim.pending--
+		s.lim.pending.remove(ss.admitted)
 		s.mu.Unlock()
 	}
 	ss.srv.tele.wakeAwaits() // its mirror now counts for an AwaitApplied
-}
-
-// refuse closes a connection a limit refused: counted, and told to Events
-// at most once a second (a flood must not flood the log too).
-func (s *Server) refuse(c net.Conn, why error) {
-	s.st.refused.Add(1)
-	c.Close()
-	s.mu.Lock()
-	now := time.Now()
-	tell := now.Sub(s.lim.warned) >= time.Second
-	if tell {
-		s.lim.warned = now
-	}
-	s.mu.Unlock()
-	if tell {
-		s.emit(ServerEvent{Kind: EventRefused, Peer: c.RemoteAddr(), Err: why})
-	}
 }
 
 // peerAddr is a connection's remote address (unmapped).

@@ -62,10 +62,27 @@ type ServerConfig struct {
 	MirrorRetention time.Duration
 	// MaxConns, MaxConnsPerAddr and MaxPending limit the TCP connections
 	// open at once: in all, from one address, and not live yet (in the
-	// handshake or the catch-up). A connection past a limit is closed at
-	// once and counted (ServerStats.Refused). 0: DefaultMaxConns,
-	// DefaultMaxConnsPerAddr, DefaultMaxPending; negative: no limit.
+	// handshake or the catch-up). A connection past MaxConns or
+	// MaxConnsPerAddr is refused at once: sent an ERROR frame saying why,
+	// closed and counted (ServerStats.Refused, by RefusalKind). When
+	// MaxPending connections are not live yet, the oldest of them is
+	// evicted for the newcomer (RefusedEvicted; a mirror evicted in its
+	// catch-up reconnects and goes on from what it holds), so that
+	// holding connections open locks nobody out: an attacker would have
+	// to open MaxPending of them within a real mirror's handshake. 0:
+	// DefaultMaxConns, DefaultMaxConnsPerAddr, DefaultMaxPending;
+	// negative: no limit.
 	MaxConns, MaxConnsPerAddr, MaxPending int
+	// MaxPendingPerAddr limits the connections not live yet from one
+	// address (0: DefaultMaxPendingPerAddr; negative: no limit): a few
+	// addresses cannot fill the MaxPending pool. Connections over a Unix
+	// socket count as one address.
+	MaxPendingPerAddr int
+	// HandshakeTimeout bounds a connection's handshake, from its accept
+	// to the answer to its HELLO, TLS included with a Key (0:
+	// DefaultHandshakeTimeout). A peer past it is told why in an ERROR
+	// frame when it can read one, and closed (RefusedTimeout).
+	HandshakeTimeout time.Duration
 	// Key, when set, makes replication keyed: mirrors must hold the same
 	// secret (TLS on TCP with both ends authenticated by it, datagrams
 	// sealed with a key derived from it); every other peer is refused

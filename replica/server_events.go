@@ -26,8 +26,11 @@ const (
 	// EventLagRecovered: a lagging mirror is back within a quarter of the
 	// ring's capacity. Mirror is its row.
 	EventLagRecovered
-	// EventRefused: a connection was closed at once for a limit (Err names
-	// it). Told at most once a second; ServerStats.Refused counts them all.
+	// EventRefused: a connection was refused, or dropped before it was
+	// live, for a limit (Refusal says which, Err says why). Told at most
+	// once a second per RefusalKind, with the count of that kind's
+	// refusals not told since (Suppressed); ServerStats.Refused counts
+	// them all.
 	EventRefused
 	// EventAcceptFailed: accepting failed for want of file descriptors or
 	// memory (Err); Serve backs off and keeps accepting. Told once per
@@ -57,6 +60,12 @@ type ServerEvent struct {
 	Err  error
 	// Mirror is the mirror's row in the table, for the lag events.
 	Mirror MirrorInfo
+	// Refusal is why an EventRefused's connection was refused, and
+	// Suppressed how many refusals of that kind were not told since the
+	// previous EventRefused of the kind (RefusedNone and 0 for other
+	// events).
+	Refusal    RefusalKind
+	Suppressed uint64
 }
 
 // Event is the former name of ServerEvent.

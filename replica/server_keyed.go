@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"time"
 
 	"github.com/ringfire/ringfire/replica/auth"
 	"github.com/ringfire/ringfire/replica/wire"
@@ -54,32 +53,28 @@ func newIncarnation(encrypt bool) wire.Session {
 }
 
 // secure reads the peer's first byte and returns the connection the
-// session speaks over: TLS with the shared key for a keyed source, the
-// plain connection otherwise. A peer that does not match (plain HELLO to a
-// keyed source, a TLS handshake to a plain one) is told why in an ERROR
-// frame and refused.
-func (s *Server) secure(ctx context.Context, c net.Conn) (net.Conn, error) {
-	c.SetDeadline(time.Now().Add(helloTimeout))
-	defer c.SetDeadline(time.Time{})
-	var first [1]byte
-	if _, err := io.ReadFull(c, first[:]); err != nil {
+// session speaks over: TLS with the shared key for a keyed source, pc
+// itself otherwise. A peer that does not match (plain HELLO to a keyed
+// source, a TLS handshake to a plain one) is told why in an ERROR frame
+// and refused. The deadline admit set bounds it.
+func (s *Server) secure(ctx context.Context, pc *prefixConn) (net.Conn, error) {
+	first := make([]byte, 1)
+	if _, err := io.ReadFull(pc.Conn, first); err != nil {
 		return nil, eofErr(err)
 	}
-	pc := &prefixConn{Conn: c, prefix: first[:]}
+	pc.prefix = first
 	switch keyedPeer := first[0] == tlsRecord; {
 	case s.keyed == nil && !keyedPeer:
 		return pc, nil
 	case s.keyed == nil:
-		c.Write(wire.AppendError(nil, "this source has no key: run the mirror without --key"))
+		pc.Write(wire.AppendError(nil, "this source has no key: run the mirror without --key"))
 		return nil, fmt.Errorf("%w: a TLS handshake to a source without a key", ErrKeyRequired)
 	case !keyedPeer:
-		c.Write(wire.AppendError(nil, "this source requires its key: run the mirror with --key"))
+		pc.Write(wire.AppendError(nil, "this source requires its key: run the mirror with --key"))
 		return nil, fmt.Errorf("%w: a plain HELLO to a keyed source", ErrKeyRequired)
 	}
-	tc := tls.Server(pc, s.keyed.key.ServerTLS())
-	hctx, cancel := context.WithTimeout(ctx, helloTimeout)
-	defer cancel()
-	if err := tc.HandshakeContext(hctx); err != nil {
+	tc := tls.Server(tlsConn{pc}, s.keyed.key.ServerTLS())
+	if err := tc.HandshakeContext(ctx); err != nil {
 		return nil, fmt.Errorf("%w: TLS: %w", ErrKeyRequired, err)
 	}
 	return tc, nil
@@ -96,10 +91,12 @@ func punchKey(c net.Conn) ([]byte, error) {
 	return st.ExportKeyingMaterial("ringfire punch", nil, 32)
 }
 
-// prefixConn is a connection whose first bytes were already read.
+// prefixConn is a connection whose first bytes were already read; wrote
+// says whether TLS wrote to it (tlsConn; the handshake's goroutine's).
 type prefixConn struct {
 	net.Conn
 	prefix []byte
+	wrote  bool
 }
 
 func (p *prefixConn) Read(b []byte) (int, error) {
@@ -109,6 +106,15 @@ func (p *prefixConn) Read(b []byte) (int, error) {
 		return n, nil
 	}
 	return p.Conn.Read(b)
+}
+
+// tlsConn is the connection under a source's TLS: it marks what TLS
+// wrote, after which the peer could no longer read a plain ERROR frame.
+type tlsConn struct{ *prefixConn }
+
+func (t tlsConn) Write(b []byte) (int, error) {
+	t.wrote = true
+	return t.Conn.Write(b)
 }
 
 // overhead is what the datagrams of a round carry beyond the frame: the

@@ -27,7 +27,6 @@ const (
 	tcpFrameMax  = 64 << 10
 	burstBytes   = 1 << 20
 	writeTimeout = 10 * time.Second
-	helloTimeout = 10 * time.Second
 )
 
 // session serves one mirror over its TCP connection.
@@ -44,9 +43,13 @@ type session struct {
 	// pending: the session counts as not live yet (ServerConfig.MaxPending).
 	// Stored true by serveConn before the session starts; cleared once by
 	// wentLive (CompareAndSwap, from the handshake or the writer
-	// goroutine), which then takes it out of srv.lim under srv.mu; loaded
-	// by serveConn's release after both goroutines ended.
-	pending atomic.Bool
+	// goroutine), which then takes admitted, its entry, out of the
+	// pending queue under srv.mu.
+	pending  atomic.Bool
+	admitted *pendingConn
+	// answered: the handshake wrote its answer (GEOMETRY); before that,
+	// a refusal may still be told in an ERROR frame. The handshake's.
+	answered bool
 	// unicast: the mirror takes unicast datagrams. Stored once, by the
 	// handshake (serveConn's goroutine) after register; punchLoop loads it
 	// to accept the mirror's PUNCH (before the Store it refuses it).
@@ -153,34 +156,43 @@ type session struct {
 }
 
 // serveConn runs one mirror's session until it disconnects or ctx ends.
+// Its handshake (TLS included) must be done by the deadline admit set.
 func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
 	defer raw.Close()
-	pending := true
-	defer func() { s.release(raw, peer, pending) }()
-	c, err := s.secure(ctx, raw)
+	p := s.admitted(raw)
+	defer s.release(raw, peer, p)
+	pc := &prefixConn{Conn: raw}
+	c, err := s.secure(ctx, pc)
 	if err != nil {
-		s.st.badConn.Add(1)
-		s.event(EventRejected, raw, err)
+		var via net.Conn
+		if !pc.wrote { // a TLS client reads a plain ERROR until TLS answered it
+			via = pc
+		}
+		s.handshakeFailed(raw, via, p, err)
 		return
 	}
 	ss := &session{srv: s, tcp: c, raw: raw, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
 		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1),
-		ask: make(chan struct{}, 1)}
+		ask: make(chan struct{}, 1), admitted: p}
 	ss.pending.Store(true)
 	ss.directConn()
-	defer func() { pending = ss.pending.Load() }() // runs before release
 	if err := ss.keyPunch(); err != nil {
-		s.st.badConn.Add(1)
-		s.event(EventRejected, raw, err)
+		s.handshakeFailed(raw, nil, p, err)
 		return
 	}
 	br := bufio.NewReader(c)
 	if err := ss.handshake(br); err != nil {
-		s.st.badConn.Add(1)
-		s.event(EventRejected, c, err)
+		var via net.Conn
+		if !ss.answered {
+			via = c
+		}
+		s.handshakeFailed(c, via, p, err)
 		return
 	}
 	defer s.unregister(ss)
+	if !s.shookHands(p) {
+		return // evicted as its handshake ended
+	}
 	s.tele.join(ss, time.Now())
 	defer func() { s.tele.leave(ss, time.Now(), s.cfg.MirrorRetention > 0) }()
 	s.event(EventConnected, c, nil)
@@ -206,8 +218,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
 // handshake reads HELLO and answers GEOMETRY (and MULTICAST).
 func (ss *session) handshake(br *bufio.Reader) error {
 	s := ss.srv
-	ss.tcp.SetDeadline(time.Now().Add(helloTimeout))
-	defer ss.tcp.SetDeadline(time.Time{})
+	defer ss.tcp.SetDeadline(time.Time{}) // admit's handshake deadline
 	h, p, err := readFrameFrom(br, wire.HelloSize)
 	if err != nil {
 		return err
@@ -268,6 +279,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 		sess.Trailer = ss.wide && udp && (mc.Unicast() || s.cfg.WideMulticast)
 		b = wire.AppendSession(b, sess)
 	}
+	ss.answered = true
 	if _, err = ss.tcp.Write(b); err != nil {
 		return err
 	}

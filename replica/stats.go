@@ -95,10 +95,16 @@ type ServerStats struct {
 	// sleeps until its next heartbeat); HandedWakeups the sleeps a Handoff
 	// cut short because data brought the heartbeat nearer.
 	HandedSleeps, HandedWakeups uint64
-	// Refused counts connections closed at once for a limit (MaxConns,
-	// MaxConnsPerAddr, MaxPending); AcceptErrors the accepts that failed
-	// for want of file descriptors or memory (Serve backs off and goes on).
+	// Refused counts connections refused, or dropped before they were
+	// live, for a limit: every RefusalKind. AcceptErrors counts the
+	// accepts that failed for want of file descriptors or memory (Serve
+	// backs off and goes on).
 	Refused, AcceptErrors uint64
+	// Refused by kind: past MaxConns, MaxConnsPerAddr, MaxPendingPerAddr
+	// at accept; evicted from a full MaxPending pool; past the
+	// HandshakeTimeout; a socket that could not be set up (RefusedOf).
+	RefusedConns, RefusedAddr, RefusedAddrPending uint64
+	Evicted, HandshakeTimeouts, RefusedSockets    uint64
 
 	LastSent uint64 // last sequence sent over UDP
 	WriteSeq uint64 // the ring's write_seq
@@ -111,13 +117,16 @@ type ServerStats struct {
 // heartbeats, all but syscalls and skipped counted as the send call
 // begins and the datagrams it did not send taken off after it; Handoff:
 // handoffs; a session's reader or writer: TCP frames and records, NAK
-// answers, gaps, TCP heartbeats; serveConn: badConn; Serve: refused,
-// acceptErrors; punchLoop: badPunch, badDgram), and Loaded by Stats. They
-// publish nothing but their count: no code orders other memory by them.
+// answers, gaps, TCP heartbeats; serveConn: badConn; Serve and serveConn:
+// refused, refusedBy; Serve: acceptErrors; punchLoop: badPunch, badDgram),
+// and Loaded by Stats. They publish nothing but their count: no code
+// orders other memory by them.
 type serverCounters struct {
 	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
 	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
 	badPunch, badDgram, handoffs, refused, acceptErrors           atomic.Uint64
+
+	refusedBy [refusalKinds]atomic.Uint64 // refused, by kind
 }
 
 // Stats returns a snapshot of the counters.
@@ -135,6 +144,7 @@ func (s *Server) Stats() ServerStats {
 		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
 		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load(),
 		SenderBusyYields: s.senderBusyYields.Load()}
+	s.refusalStats(&out)
 	if sn := s.sender.Load(); sn != nil {
 		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()
 	}

@@ -20,6 +20,8 @@ type collector struct {
 	// serveInfo and localInfo carry what transport a served ring and a
 	// local mirror use (value 1).
 	serveInfo, localInfo *prometheus.Desc
+	// refusals counts a served ring's refused connections by kind.
+	refusals *prometheus.Desc
 }
 
 // ringMetric is one series per ring, read from S, a unit's counters.
@@ -116,6 +118,9 @@ func newCollector(set *unitSet) *collector {
 	c.addLocal()
 	c.serveInfo = prometheus.NewDesc("ringfire_serve_info", "A served ring's datagram transport (value 1).", []string{"ring", "transport"}, nil)
 	c.localInfo = prometheus.NewDesc("ringfire_local_mirror_info", "A local mirror's source and transport (value 1).", []string{"ring", "source", "transport"}, nil)
+	c.refusals = prometheus.NewDesc("ringfire_serve_refusals_total",
+		"Connections refused, or dropped before they were live, for a limit, by kind (max_conns, max_conns_per_addr, max_pending_per_addr, evicted, handshake_timeout, socket).",
+		[]string{"ring", "kind"}, nil)
 	c.info = prometheus.NewDesc("ringfire_mirror_info", "A mirror's transport (value 1).", append(mirrorLabels, "transport"), nil)
 	return c
 }
@@ -152,6 +157,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- m.d
 	}
 	ch <- c.info
+	ch <- c.refusals
 	ch <- c.serveInfo
 	ch <- c.localInfo
 }
@@ -176,6 +182,9 @@ func (c *collector) collectServer(ch chan<- prometheus.Metric, ring string, s *r
 	st := s.Stats()
 	emit(ch, c.server, st, ring)
 	ch <- prometheus.MustNewConstMetric(c.serveInfo, prometheus.GaugeValue, 1, ring, st.Transport)
+	for _, k := range replica.RefusalKinds() {
+		ch <- prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, float64(st.RefusedOf(k)), ring, k.String())
+	}
 	seen := map[[4]string]bool{}
 	for _, mi := range s.Mirrors() {
 		id := ""

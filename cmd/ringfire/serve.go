@@ -33,7 +33,12 @@ then exits with status 0; the counters are printed when it ends. Mirrors
 report their progress back: a mirror whose lag passes half the ring is
 logged, and --metrics ADDR serves Prometheus metrics (/metrics) and the
 table of mirrors (/mirrors, read by "ringfire mirrors ADDR"), on loopback
-unless ADDR names a host.`
+unless ADDR names a host. A connection must finish its handshake (TLS
+included) within --handshake-timeout; at most --max-pending-per-addr
+connections from one address may be in their handshake or catch-up, and
+when --max-pending are, the oldest is closed for the newcomer. A refused
+peer is sent an ERROR frame saying why (a mirror logs it), and refusals are
+counted by kind.`
 
 type serveFlags struct {
 	bind, unix, multicast string
@@ -45,6 +50,9 @@ type serveFlags struct {
 	wait                  waitFlags
 	limits                limitFlags
 	key                   keyFlags
+	// admission: the handshake's deadline, the per-address pending cap.
+	handshakeTimeout time.Duration
+	pendingPerAddr   int
 }
 
 // addServeFlags registers the flags that describe how one ring is served:
@@ -64,6 +72,10 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.IntVar(&f.lingerUS, "linger-us", 0, "hold a partial frame up to `µs` for more records (0: none; -1: adaptive, 50 µs)")
 	f.wait.add(fs, "datagram sender")
 	f.limits.add(fs)
+	fs.IntVar(&f.pendingPerAddr, "max-pending-per-addr", replica.DefaultMaxPendingPerAddr,
+		"at most `N` connections from one address in their handshake or catch-up; past it a connection is refused with an ERROR frame saying why (-1: no limit)")
+	fs.DurationVar(&f.handshakeTimeout, "handshake-timeout", replica.DefaultHandshakeTimeout,
+		"close a connection whose handshake, TLS included, is not done within this `duration` (100ms..5m), telling the peer why")
 	f.key.add(fs, "with --key, also encrypt the datagrams' payloads (TCP is always encrypted under a key)")
 	f.xdp.add(fs)
 	return f
@@ -177,6 +189,9 @@ func (f *serveFlags) config(path string, log *slog.Logger) (replica.ServerConfig
 	if err := f.limits.apply(&cfg); err != nil {
 		return cfg, err
 	}
+	if err := f.admission(&cfg); err != nil {
+		return cfg, err
+	}
 	if cfg.Key, err = f.key.load(); err != nil {
 		return cfg, err
 	}
@@ -207,6 +222,19 @@ func (f *serveFlags) config(path string, log *slog.Logger) (replica.ServerConfig
 		return cfg, err
 	}
 	return cfg, nil
+}
+
+// admission checks --max-pending-per-addr and --handshake-timeout and
+// sets them in cfg.
+func (f *serveFlags) admission(cfg *replica.ServerConfig) error {
+	if f.pendingPerAddr < 1 && f.pendingPerAddr != -1 {
+		return usagef("--max-pending-per-addr %d: want at least 1, or -1 for no limit", f.pendingPerAddr)
+	}
+	if f.handshakeTimeout < 100*time.Millisecond || f.handshakeTimeout > 5*time.Minute {
+		return usagef("--handshake-timeout %v: want 100ms..5m", f.handshakeTimeout)
+	}
+	cfg.MaxPendingPerAddr, cfg.HandshakeTimeout = f.pendingPerAddr, f.handshakeTimeout
+	return nil
 }
 
 // ifaceAddr accepts an interface's IPv4 address or its name.
@@ -283,6 +311,8 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 	fmt.Fprintf(w, "  tcp: frames %d, records %d; NAKs answered %d, retransmitted %d, gaps %d (%d records)\n",
 		st.TCPFrames, st.TCPRecord, st.NaksAnswered, st.Retransmitted, st.Gaps, st.GapRecords)
 	fmt.Fprintf(w, "  refused: connections %d, punches %d, datagrams %d\n", st.BadFrames, st.BadPunches, st.BadDatagram)
+	fmt.Fprintf(w, "  admission: refused %d (max conns %d, per address %d, pending per address %d, evicted %d, handshake timeouts %d)\n",
+		st.Refused, st.RefusedConns, st.RefusedAddr, st.RefusedAddrPending, st.Evicted, st.HandshakeTimeouts)
 }
 
 // logEvent logs a server event: lag warnings at WARN with the mirror's
