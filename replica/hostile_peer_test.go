@@ -120,9 +120,9 @@ func TestConnectionLimits(t *testing.T) {
 	}
 	biExpectClosed(t, c)
 	c.Close()
-	// The handshake timeout frees the pending slots of the idle peers only
-	// after 10 s; a mirror from the source's own host is refused until
-	// then, so the test lets the per-address slots be the only limit left.
+	// The pending slots of the idle peers are freed by the handshake
+	// deadline (HandshakeTimeout) or by eviction; the test lets the
+	// per-address slots be the only limit left.
 	src.close()
 	srv2 := src.serve(replica.ServerConfig{MaxConnsPerAddr: 4})
 	idle(srv2, 2, 6)

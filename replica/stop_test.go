@@ -220,8 +220,8 @@ func TestGracefulStopDeliversTail(t *testing.T) {
 // TestGracefulStopBounded: a peer that asked for the whole history and
 // never reads, and one that never says HELLO, cannot hold a graceful
 // stop: Serve returns about stopGrace after its context ended (a blocked
-// write would otherwise wait its 10 s timeout, an idle handshake its 10 s
-// deadline), and the legitimate mirror still has every record.
+// write would otherwise wait its 10 s timeout, an idle handshake its
+// HandshakeTimeout), and the legitimate mirror still has every record.
 func TestGracefulStopBounded(t *testing.T) {
 	lan, src := lanSource(t, 4, 1<<16)
 	src.push(60000) // 3.4 MB of history: more than any socket buffer

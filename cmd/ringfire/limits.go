@@ -14,7 +14,7 @@ type limitFlags struct {
 func (l *limitFlags) add(fs *flag.FlagSet) {
 	fs.IntVar(&l.conns, "max-conns", replica.DefaultMaxConns, "at most `N` TCP connections at once (-1: no limit)")
 	fs.IntVar(&l.perAddr, "max-conns-per-addr", replica.DefaultMaxConnsPerAddr, "at most `N` TCP connections from one address (-1: no limit)")
-	fs.IntVar(&l.pending, "max-pending", replica.DefaultMaxPending, "at most `N` connections in their handshake or catch-up (-1: no limit)")
+	fs.IntVar(&l.pending, "max-pending", replica.DefaultMaxPending, "at most `N` connections in their handshake or catch-up; when full, the oldest is evicted for a newcomer (-1: no limit)")
 }
 
 // apply checks the limits and sets them in cfg.

@@ -116,21 +116,21 @@ func TestServerEventsThrottled(t *testing.T) {
 	errMagic := errors.New("bad magic")
 	peer := func(i int) net.Addr { return &net.TCPAddr{IP: net.IPv4(10, 0, byte(i>>8), byte(i)), Port: 40000 + i} }
 	for i := range 1000 {
-		logEvent(log, replica.ServerEvent{Kind: replica.EventRefused, Peer: peer(i), Err: fmt.Errorf("refuse %v: %w", peer(i), errPending)})
+		logEvent(log, replica.ServerEvent{Kind: replica.EventRefused, Refusal: replica.RefusedAddrPending, Peer: peer(i), Err: fmt.Errorf("refuse %v: %w", peer(i), errPending)})
 		logEvent(log, replica.ServerEvent{Kind: replica.EventRejected, Peer: peer(i), Err: fmt.Errorf("hello: %w", errMagic)})
 	}
-	logEvent(log.With("ring", "b"), replica.ServerEvent{Kind: replica.EventRefused, Peer: peer(1), Err: errPending})
+	logEvent(log.With("ring", "b"), replica.ServerEvent{Kind: replica.EventRefused, Refusal: replica.RefusedAddrPending, Peer: peer(1), Err: errPending})
 	logEvent(log, replica.ServerEvent{Kind: replica.EventLagging, Mirror: replica.MirrorInfo{Name: "m"}})
 	logEvent(log, replica.ServerEvent{Kind: replica.EventLagging, Mirror: replica.MirrorInfo{Name: "m"}})
 	clock.add(time.Second)
-	logEvent(log, replica.ServerEvent{Kind: replica.EventRefused, Peer: peer(7), Err: errPending})
+	logEvent(log, replica.ServerEvent{Kind: replica.EventRefused, Refusal: replica.RefusedAddrPending, Suppressed: 3, Peer: peer(7), Err: errPending})
 	want := []string{
-		`level=WARN msg="connection refused" peer=10.0.0.0:40000 err="refuse 10.0.0.0:40000: too many handshakes pending"`,
+		`level=WARN msg="connection refused" kind=max_pending_per_addr refusals_not_logged=0 peer=10.0.0.0:40000 err="refuse 10.0.0.0:40000: too many handshakes pending"`,
 		`level=INFO msg="mirror rejected" peer=10.0.0.0:40000 err="hello: bad magic"`,
-		`level=WARN msg="connection refused" ring=b peer=10.0.0.1:40001 err="too many handshakes pending"`,
+		`level=WARN msg="connection refused" ring=b kind=max_pending_per_addr refusals_not_logged=0 peer=10.0.0.1:40001 err="too many handshakes pending"`,
 		`level=WARN msg="mirror lagging: past half the ring's capacity" mirror=m`,
 		`level=WARN msg="mirror lagging: past half the ring's capacity" mirror=m`,
-		`level=WARN msg="connection refused" peer=10.0.0.7:40007 err="too many handshakes pending" suppressed=999`,
+		`level=WARN msg="connection refused" kind=max_pending_per_addr refusals_not_logged=3 peer=10.0.0.7:40007 err="too many handshakes pending" suppressed=999`,
 	}
 	got := lines(&b)
 	for i := range max(len(got), len(want)) {

@@ -330,7 +330,13 @@ func logEvent(log *slog.Logger, e replica.ServerEvent) {
 		}
 		log.Log(context.Background(), level, "mirror "+e.Kind.String(), "mirror", m.Name, "peer", e.Peer,
 			"applied", m.Applied, "lag_records", m.LagRecords, "lag", m.Lag.Round(time.Millisecond), "connected", m.Connected)
-	case replica.EventRefused, replica.EventAcceptFailed:
+	case replica.EventRefused:
+		// The library tells each kind at most once a second and counts the
+		// refusals it did not tell (Suppressed); the throttle, keyed by the
+		// kind too, only bounds a caller that tells more.
+		log.Warn("connection "+e.Kind.String(), throttled(e.Refusal.String()), "kind", e.Refusal.String(),
+			"refusals_not_logged", e.Suppressed, "peer", e.Peer, "err", e.Err)
+	case replica.EventAcceptFailed:
 		log.Warn("connection "+e.Kind.String(), throttled(rootCause(e.Err)), "peer", e.Peer, "err", e.Err)
 	case replica.EventRejected:
 		log.Info("mirror "+e.Kind.String(), throttled(rootCause(e.Err)), "peer", e.Peer, "err", e.Err)
