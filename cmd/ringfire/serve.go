@@ -33,7 +33,11 @@ then exits with status 0; the counters are printed when it ends. Mirrors
 report their progress back: a mirror whose lag passes half the ring is
 logged, and --metrics ADDR serves Prometheus metrics (/metrics) and the
 table of mirrors (/mirrors, read by "ringfire mirrors ADDR"), on loopback
-unless ADDR names a host.`
+unless ADDR names a host. Repair (NAK answers, and the history a mirror asks
+for) is paced by token buckets of bytes per address and in total
+(--repair-*), each holding one full catch-up of the ring; live records are
+never paced, and a NAK the budget cannot answer within 100 ms waits for the
+mirror's repeat.`
 
 type serveFlags struct {
 	bind, unix, multicast string
@@ -45,6 +49,7 @@ type serveFlags struct {
 	wait                  waitFlags
 	limits                limitFlags
 	key                   keyFlags
+	repair                repairFlags
 }
 
 // addServeFlags registers the flags that describe how one ring is served:
@@ -64,6 +69,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.IntVar(&f.lingerUS, "linger-us", 0, "hold a partial frame up to `µs` for more records (0: none; -1: adaptive, 50 µs)")
 	f.wait.add(fs, "datagram sender")
 	f.limits.add(fs)
+	f.repair.add(fs)
 	f.key.add(fs, "with --key, also encrypt the datagrams' payloads (TCP is always encrypted under a key)")
 	f.xdp.add(fs)
 	return f
@@ -177,6 +183,9 @@ func (f *serveFlags) config(path string, log *slog.Logger) (replica.ServerConfig
 	if err := f.limits.apply(&cfg); err != nil {
 		return cfg, err
 	}
+	if err := f.repair.apply(&cfg); err != nil {
+		return cfg, err
+	}
 	if cfg.Key, err = f.key.load(); err != nil {
 		return cfg, err
 	}
@@ -283,6 +292,9 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 	fmt.Fprintf(w, "  tcp: frames %d, records %d; NAKs answered %d, retransmitted %d, gaps %d (%d records)\n",
 		st.TCPFrames, st.TCPRecord, st.NaksAnswered, st.Retransmitted, st.Gaps, st.GapRecords)
 	fmt.Fprintf(w, "  refused: connections %d, punches %d, datagrams %d\n", st.BadFrames, st.BadPunches, st.BadDatagram)
+	r := st.Repair
+	fmt.Fprintf(w, "  repair: bytes %d (history %d); NAKs paced %d, left for a repeat %d; history waits %d\n",
+		r.Bytes, r.HistoryBytes, r.NaksDeferred, r.NaksRefused, r.HistoryWaits)
 }
 
 // logEvent logs a server event: lag warnings at WARN with the mirror's
