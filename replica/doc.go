@@ -170,6 +170,7 @@
 //	server.go                Server, NewServer, Serve, Close, the ring watcher
 //	server_admit.go          connection limits, refusal, accept back-off
 //	server_await.go          AwaitApplied (and its deprecated name Wait)
+//	server_budget.go         the repair budget: NAK answers and history paced per address and in total
 //	server_config.go         ServerConfig
 //	server_direct.go         a parked stream writer's records written by the hot threads
 //	server_events.go         ServerEvent, ServerEventKind (Event, EventKind deprecated)

@@ -99,6 +99,17 @@ type ServerConfig struct {
 	// longest gone forgotten first (default DefaultMirrorRows; negative:
 	// none).
 	MirrorRows int
+	// RepairRate and RepairBurst budget the repair sent to all peers
+	// together, RepairAddrRate and RepairAddrBurst to one peer address
+	// (an IPv6 peer's /64): token buckets of bytes, refilled at the rate
+	// (bytes/s), holding at most the burst. Repair is NAK answers and a
+	// session's history (the records the ring held when it began); live
+	// data is never paced, nor a Unix socket's peer (server_budget.go).
+	// Rates: 0 is DefaultRepairRate, DefaultRepairAddrRate; negative, no
+	// limit. Bursts: 0 is one full catch-up of the ring (every record it
+	// holds, as sent over TCP); never less than one frame (64 KiB).
+	RepairRate, RepairBurst         int64
+	RepairAddrRate, RepairAddrBurst int64
 }
 
 // AdaptiveLinger is the linger of the adaptive pacing.

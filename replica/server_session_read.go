@@ -20,6 +20,8 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 		maxLen = wire.StatusSize
 	}
 	in := make([]byte, maxLen) // every frame's payload, in turn
+	pace := ss.srv.repairPacer(ss.peer, false, ss.pause)
+	defer pace.release()
 	for {
 		h, p, err := readFrameInto(br, maxLen, in)
 		if err != nil {
@@ -51,13 +53,34 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 		ss.srv.st.naks.Add(1)
 		// TCP delivers what was answered before, in order: a NAK repeated
 		// while that answer is on its way only needs what lies beyond it.
+		// The repair budget paces the answer; what it cannot pay for soon
+		// is left for the mirror's repeat of the NAK.
 		for seq := max(first, answered+1); seq <= last; {
-			if buf, seq, err = ss.sendRange(nf, buf, seq, last, true, ss.write); err != nil {
+			from := seq
+			buf, seq, err = ss.sendPaced(nf, buf, seq, last, true, ss.write, pace)
+			if seq > from {
+				answered = seq - 1
+			}
+			if errors.Is(err, errRepairLater) {
+				break
+			}
+			if err != nil {
 				return err
 			}
-			answered = seq - 1
 		}
+		pace.endNak()
 		ss.stopWake()
+	}
+}
+
+// pause waits d for the repair budget, or less if a graceful stop begins
+// (the reader's pacer).
+func (ss *session) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ss.srv.stop.begun:
 	}
 }
 

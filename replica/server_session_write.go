@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/trace"
@@ -15,6 +16,14 @@ import (
 // next record that will come. nak marks the answer to a NAK. write sends
 // frames (ss.write; sendDirect's writeDirect).
 func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, write func([]byte, bool) error) ([]byte, uint64, error) {
+	return ss.sendPaced(f, buf, from, to, nak, write, nil)
+}
+
+// sendPaced is sendRange with the DATA frames paid for by p, the repair
+// budget (nil: not paced). When the budget cannot pay for the next frame
+// soon enough, it flushes what went before and returns errRepairLater
+// with the sequence that frame would have started at.
+func (ss *session) sendPaced(f *feed, buf []byte, from, to uint64, nak bool, write func([]byte, bool) error, p *pacer) ([]byte, uint64, error) {
 	s := ss.srv
 	seq, sentBytes := from, 0
 	for seq <= to && sentBytes < burstBytes {
@@ -25,12 +34,19 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, wri
 			buf, count, why = f.fill(buf[:0], seq, to, f.recordSize(seq)+wire.HeaderSize, 1)
 		}
 		if count > 0 {
+			if !p.take(len(buf)) {
+				if err := write(nil, true); err != nil {
+					return buf, seq, err
+				}
+				return buf, seq, errRepairLater
+			}
 			// sent first: the mirror may apply the frame and report it in
 			// a STATUS (checked against sent) before write returns.
 			storeMax(&ss.sent, seq+uint64(count)-1)
 			if err := write(buf, false); err != nil {
 				return buf, seq, err
 			}
+			p.sent(len(buf))
 			seq += uint64(count)
 			sentBytes += len(buf)
 			s.st.tcpFrames.Add(1)
@@ -66,6 +82,11 @@ func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, wri
 func (ss *session) writeLoop(ctx context.Context) error {
 	s := ss.srv
 	defer ss.owner.Store(ownerGone) // from ownerWriter: no sender holds it
+	// History, the records the ring holds now, is paid for by the repair
+	// budget; what comes after is live, never paced.
+	histEnd := s.ring.WriteSeq()
+	hist := s.repairPacer(ss.peer, true, func(d time.Duration) { ss.sleep(ctx, d, false) })
+	defer hist.release()
 	for ctx.Err() == nil {
 		select {
 		case <-s.stop.begun:
@@ -89,12 +110,22 @@ func (ss *session) writeLoop(ctx context.Context) error {
 			w = min(w, e-1) // the history ends where the datagrams took over
 		}
 		if ss.cursor <= w {
+			to, p := w, (*pacer)(nil)
+			if ss.cursor <= histEnd {
+				to, p = min(w, histEnd), hist
+			}
 			trace.Stamp(trace.Sending, ss.cursor)
 			var err error
-			if ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false, ss.write); err != nil {
+			ss.buf, ss.cursor, err = ss.sendPaced(ss.feed, ss.buf, ss.cursor, to, false, ss.write, p)
+			if errors.Is(err, errRepairLater) {
+				ss.sleep(ctx, repairQueue, false) // the budget refills; the mirror hears a heartbeat
+				err = ss.heartbeatIfIdle(ss.sent.Load())
+			} else if err == nil {
+				trace.Stamp(trace.Sent, ss.cursor-1)
+			}
+			if err != nil {
 				return err
 			}
-			trace.Stamp(trace.Sent, ss.cursor-1)
 			continue
 		}
 		if mode == modeCatchUp && ss.catchUpDone() {

@@ -109,6 +109,32 @@ type ServerStats struct {
 	LastSent uint64 // last sequence sent over UDP
 	WriteSeq uint64 // the ring's write_seq
 	Lag      uint64 // write_seq − last sent
+
+	// Repair is the repair budget's account (ServerConfig.RepairRate).
+	Repair RepairStats
+}
+
+// RepairStats counts what the repair budget let through and held back
+// (server_budget.go). Waits and refusals are counted once, by the bucket
+// that decided them: the peer address's (the ByAddr counts) or the
+// total's (the rest). Counts by address would give an attacker the
+// number of series; Addresses says how many buckets there are.
+type RepairStats struct {
+	Bytes        uint64 // repair sent: DATA frames answering NAKs or carrying history, headers included
+	HistoryBytes uint64 // of Bytes, history: records the ring held when the session began
+	// NaksDeferred counts NAKs whose answer waited for the budget (the
+	// mirror got it late, paced); NaksRefused those left unanswered, in
+	// whole or in part, because the wait would have passed 100 ms (the
+	// mirror repeats its NAK every 20 ms while the hole stays).
+	NaksDeferred, NaksDeferredByAddr uint64
+	NaksRefused, NaksRefusedByAddr   uint64
+	// HistoryWaits counts the waits of sessions' history for the budget.
+	HistoryWaits, HistoryWaitsByAddr uint64
+	Addresses                        int // peer addresses (IPv6: /64s) with a bucket now
+
+	// The budget in force: rates in bytes/s (0: no limit), bursts in bytes.
+	Rate, AddrRate   float64
+	Burst, AddrBurst int64
 }
 
 // serverCounters are ServerStats' counters. Each is only ever Added to, by
@@ -127,6 +153,8 @@ type serverCounters struct {
 	badPunch, badDgram, handoffs, refused, acceptErrors           atomic.Uint64
 
 	refusedBy [refusalKinds]atomic.Uint64 // refused, by kind
+	// repair is the repair budget, with its counters (server_budget.go).
+	repair repairBudget
 }
 
 // Stats returns a snapshot of the counters.
@@ -143,7 +171,7 @@ func (s *Server) Stats() ServerStats {
 		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
 		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
 		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load(),
-		SenderBusyYields: s.senderBusyYields.Load()}
+		SenderBusyYields: s.senderBusyYields.Load(), Repair: st.repair.stats(s)}
 	s.refusalStats(&out)
 	if sn := s.sender.Load(); sn != nil {
 		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()

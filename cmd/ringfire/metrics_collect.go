@@ -67,6 +67,7 @@ func newCollector(set *unitSet) *collector {
 	srv("serve_mirrors", "Mirrors connected now.", g, func(s replica.ServerStats) float64 { return float64(s.Mirrors) })
 	srv("serve_last_sent_seq", "Last sequence sent as datagrams.", g, func(s replica.ServerStats) float64 { return float64(s.LastSent) })
 	srv("serve_lag_records", "write_seq minus the last sequence sent as datagrams.", g, func(s replica.ServerStats) float64 { return float64(s.Lag) })
+	srv("serve_repair_addresses", "Peer addresses (IPv6: /64s) with a repair budget bucket now.", g, func(s replica.ServerStats) float64 { return float64(s.Repair.Addresses) })
 	for _, m := range []struct {
 		name, help string
 		v          func(replica.ServerStats) uint64
@@ -92,6 +93,14 @@ func newCollector(set *unitSet) *collector {
 		{"refused_connections", "Connections closed for a protocol error.", func(s replica.ServerStats) uint64 { return s.BadFrames }},
 		{"refused_punches", "PUNCH datagrams refused.", func(s replica.ServerStats) uint64 { return s.BadPunches }},
 		{"refused_datagrams", "Other datagrams dropped.", func(s replica.ServerStats) uint64 { return s.BadDatagram }},
+		{"repair_bytes", "Bytes of repair sent: DATA frames answering NAKs or carrying history (--repair-rate).", func(s replica.ServerStats) uint64 { return s.Repair.Bytes }},
+		{"repair_history_bytes", "Bytes of repair that were history: records the ring held when the session began.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryBytes }},
+		{"repair_naks_deferred", "NAKs whose answer waited for the repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.NaksDeferred }},
+		{"repair_naks_deferred_by_address", "NAKs whose answer waited for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.NaksDeferredByAddr }},
+		{"repair_naks_refused", "NAKs left unanswered, in whole or in part, for the mirror's repeat: the repair budget could not pay within 100 ms.", func(s replica.ServerStats) uint64 { return s.Repair.NaksRefused }},
+		{"repair_naks_refused_by_address", "NAKs left unanswered for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.NaksRefusedByAddr }},
+		{"repair_history_waits", "Waits of sessions' history for the repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryWaits }},
+		{"repair_history_waits_by_address", "Waits of sessions' history for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryWaitsByAddr }},
 	} {
 		srv("serve_"+m.name+"_total", m.help, k, func(s replica.ServerStats) float64 { return float64(m.v(s)) })
 	}

@@ -38,7 +38,11 @@ included) within --handshake-timeout; at most --max-pending-per-addr
 connections from one address may be in their handshake or catch-up, and
 when --max-pending are, the oldest is closed for the newcomer. A refused
 peer is sent an ERROR frame saying why (a mirror logs it), and refusals are
-counted by kind.`
+counted by kind. Repair (NAK answers, and the history a mirror asks for) is
+paced by token buckets of bytes per address and in total (--repair-*), each
+holding one full catch-up of the ring; live records are never paced, and a
+NAK the budget cannot answer within 100 ms waits for the
+mirror's repeat.`
 
 type serveFlags struct {
 	bind, unix, multicast string
@@ -53,6 +57,7 @@ type serveFlags struct {
 	// admission: the handshake's deadline, the per-address pending cap.
 	handshakeTimeout time.Duration
 	pendingPerAddr   int
+	repair           repairFlags
 }
 
 // addServeFlags registers the flags that describe how one ring is served:
@@ -76,6 +81,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 		"at most `N` connections from one address in their handshake or catch-up; past it a connection is refused with an ERROR frame saying why (-1: no limit)")
 	fs.DurationVar(&f.handshakeTimeout, "handshake-timeout", replica.DefaultHandshakeTimeout,
 		"close a connection whose handshake, TLS included, is not done within this `duration` (100ms..5m), telling the peer why")
+	f.repair.add(fs)
 	f.key.add(fs, "with --key, also encrypt the datagrams' payloads (TCP is always encrypted under a key)")
 	f.xdp.add(fs)
 	return f
@@ -190,6 +196,9 @@ func (f *serveFlags) config(path string, log *slog.Logger) (replica.ServerConfig
 		return cfg, err
 	}
 	if err := f.admission(&cfg); err != nil {
+		return cfg, err
+	}
+	if err := f.repair.apply(&cfg); err != nil {
 		return cfg, err
 	}
 	if cfg.Key, err = f.key.load(); err != nil {
@@ -313,6 +322,9 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 	fmt.Fprintf(w, "  refused: connections %d, punches %d, datagrams %d\n", st.BadFrames, st.BadPunches, st.BadDatagram)
 	fmt.Fprintf(w, "  admission: refused %d (max conns %d, per address %d, pending per address %d, evicted %d, handshake timeouts %d)\n",
 		st.Refused, st.RefusedConns, st.RefusedAddr, st.RefusedAddrPending, st.Evicted, st.HandshakeTimeouts)
+	r := st.Repair
+	fmt.Fprintf(w, "  repair: bytes %d (history %d); NAKs paced %d, left for a repeat %d; history waits %d\n",
+		r.Bytes, r.HistoryBytes, r.NaksDeferred, r.NaksRefused, r.HistoryWaits)
 }
 
 // logEvent logs a server event: lag warnings at WARN with the mirror's
