@@ -89,9 +89,10 @@
 //	(serveConn's     a timer (heartbeat           AwaitApplied, the          connection (parked, it
 //	goroutine)       200 ms; 1 ms in catch-       reader in a graceful       lets the hot threads)
 //	                 up), the graceful stop       stop, the timer
-//	session reader   the connection (netpoller;   a NAK, a STATUS            answers NAKs itself;
-//	(readLoop)       a Unix session: ppoll)                                  STATUS: AwaitApplied;
-//	                                                                         the writer (stop)
+//	session reader   the connection (netpoller;   a NAK, a STATUS            answers NAKs itself,
+//	(readLoop)       a Unix session: ppoll); the                             paced (server_budget.go);
+//	                 repair budget's wait, at                                STATUS: AwaitApplied;
+//	                 most 100 ms a frame                                     the writer (stop)
 //	AwaitApplied     the table's change chan,     a STATUS, a session        nobody
 //	(its caller)     ctx                          going live, Close
 //
