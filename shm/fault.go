@@ -29,10 +29,30 @@ import (
 // of the word faults in the guarded goroutine.
 
 // registry is every live mapping of the process, for Fault to name the
-// file an address belongs to.
+// file an address belongs to, and the last few unmapped ones whose file
+// had been cut: a guarded function's deferred Close may unmap the ring
+// before the fault reaches Recover.
 var registry struct {
 	mu   sync.Mutex
 	maps map[*mapping]string // the mapping's path
+	cut  [8]cutSpan          // unmapped after a cut, a ring buffer (next)
+	next int
+}
+
+// cutSpan is an unmapped mapping whose file was shorter than it.
+type cutSpan struct {
+	start, end uintptr
+	path       string
+}
+
+// goneCut, for Fault, is the unmapped cut mapping holding addr.
+func goneCut(addr uintptr) (cutSpan, bool) {
+	for _, c := range registry.cut {
+		if c.end != 0 && addr >= c.start && addr < c.end {
+			return c, true
+		}
+	}
+	return cutSpan{}, false
 }
 
 // register records m as a mapping of path.
@@ -45,11 +65,21 @@ func register(m *mapping, path string) {
 	registry.mu.Unlock()
 }
 
-// unregister forgets m (before it is unmapped).
+// unregister forgets m (before it is unmapped), keeping its span among
+// the cut ones when its file is now shorter than it.
 func unregister(m *mapping) {
 	registry.mu.Lock()
+	defer registry.mu.Unlock()
+	path, ok := registry.maps[m]
+	if !ok {
+		return
+	}
 	delete(registry.maps, m)
-	registry.mu.Unlock()
+	if st, err := os.Stat(path); err == nil && st.Size() < int64(len(m.data)) {
+		start, end := m.span()
+		registry.cut[registry.next] = cutSpan{start: start, end: end, path: path}
+		registry.next = (registry.next + 1) % len(registry.cut)
+	}
 }
 
 // Guard makes a fault in a mapping (a ring file truncated under it) panic
@@ -122,14 +152,21 @@ func Fault(r any) error {
 	defer registry.mu.Unlock()
 	for m, path := range registry.maps {
 		if start, end := m.span(); addr >= start && addr < end {
-			e := &FaultError{Path: path, Offset: uint64(addr - start), Mapped: uint64(end - start), Size: -1}
-			if st, err := os.Stat(path); err == nil {
-				e.Size = st.Size()
-			}
-			return e
+			return faultAt(path, addr, start, end)
 		}
 	}
+	if c, ok := goneCut(addr); ok {
+		return faultAt(c.path, addr, c.start, c.end)
+	}
 	return nil
+}
+
+func faultAt(path string, addr, start, end uintptr) *FaultError {
+	e := &FaultError{Path: path, Offset: uint64(addr - start), Mapped: uint64(end - start), Size: -1}
+	if st, err := os.Stat(path); err == nil {
+		e.Size = st.Size()
+	}
+	return e
 }
 
 // IsFault reports whether err is a fault in a mapping.

@@ -146,3 +146,23 @@ func TestFaultElsewhere(t *testing.T) {
 	}()
 	Protect(func() error { panic("not a fault") })
 }
+
+// TestTruncatedClosedFirst: a guarded function whose deferred Close
+// unmaps the cut ring before the fault reaches Recover (a producer's
+// defer w.Close()) still gets the error naming the file.
+func TestTruncatedClosedFirst(t *testing.T) {
+	path := shmRingPath(t)
+	err := Protect(func() error {
+		w, err := Create(path, RingConfig{PayloadSize: 56, Capacity: 4096}, CreateOptions{})
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		if err := os.Truncate(path, 0); err != nil {
+			return err
+		}
+		_, err = w.Push(make([]byte, 56))
+		return err
+	})
+	wantFault(t, err, path)
+}
