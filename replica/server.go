@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,7 +121,19 @@ type Server struct {
 	sessionsDue atomic.Bool
 	// stop is the state of a graceful stop (server_stop.go).
 	stop stopState
+	// lost is the ring cut under its mapping: closed once
+	// by lose, after lostErr (the first fault's error) is stored; endRun,
+	// stored by Serve before it starts a goroutine, ends them all.
+	lost     chan struct{}
+	lostOnce sync.Once
+	lostErr  error
+	endRun   context.CancelFunc
 }
+
+// ErrRingTruncated: the served ring file was cut under its mapping
+// (truncated by another process); serve it again once a valid ring is
+// at the path. The error also wraps the *shm.FaultError naming the file.
+var ErrRingTruncated = errors.New("replica: the ring file was cut under its mapping")
 
 // NewServer opens the ring read-only and binds the TCP control address and
 // the datagram transport.
@@ -165,7 +178,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}, teleWake: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}, teleWake: make(chan struct{}, 1),
+		lost: make(chan struct{})}
 	s.stop.begun = make(chan struct{})
 	s.sess = newIncarnation(cfg.Encrypt)
 	s.session = byte(s.sess.ID) // datagrams carry its low byte
@@ -252,7 +266,8 @@ func (s *Server) Session() uint8 { return s.session }
 // passed; at the deadline every connection left is closed. Serve returns
 // nil after that, once the sender's current wait has ended too (at most
 // its deadline: a heartbeat interval, or a pending frame's Linger).
-func (s *Server) Serve(ctx context.Context) error {
+func (s *Server) Serve(ctx context.Context) (err error) {
+	defer s.guardServe(shm.Guard(), &err)
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -276,6 +291,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.accept.Close()
 	}()
 	replaced := make(chan struct{})
+	s.endRun = cancel
 	sn := newSender(s) // before Handoff or a graceful stop may look for it
 	if s.cfg.Loop == nil {
 		sn.startHandWait()
@@ -290,7 +306,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		go func() { defer s.wg.Done(); s.sendLoop(run, sn) }()
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.telemetryLoop(run) }()
+	go func() { defer s.wg.Done(); defer s.guardRing(guard()); s.telemetryLoop(run) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.relay.Run(run) }()
 	if s.udp != nil && !s.punchesInLoop() {
@@ -304,6 +320,8 @@ func (s *Server) Serve(ctx context.Context) error {
 		c, err := s.accept.Accept()
 		if err != nil {
 			select {
+			case <-s.lost:
+				return s.lostError()
 			case <-replaced:
 				return fmt.Errorf("serve %s: %w", s.cfg.Ring, ErrRingReplaced)
 			default:
@@ -341,8 +359,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-// watchRing ends Serve when the ring's path names a new ring: the producer
-// restarted, and the mapping we serve will never move again.
+// watchRing ends Serve when the ring's path names a new ring (the
+// producer restarted, and the mapping we serve will never move again), or
+// when the file was cut under the mapping: a goroutine faulted on it
+// (lose), or the file is now shorter than the mapping, found here before
+// anyone touches a lost page.
 func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, replaced chan struct{}) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -350,6 +371,8 @@ func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, repla
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.lost:
+			return // lose closed the sessions and ended run
 		case <-t.C:
 			if s.ring.Replaced() {
 				close(replaced)
@@ -357,8 +380,95 @@ func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, repla
 				cancel()
 				return
 			}
+			if err := s.ring.Shrunk(); err != nil {
+				s.lose(err)
+				return
+			}
 		}
 	}
+}
+
+// lose ends serving a ring whose file was cut under its mapping, as a
+// replaced ring ends it: every connection is closed and every goroutine
+// of Serve ends; Serve returns ErrRingTruncated with err, the first
+// fault's error (a *shm.FaultError naming the file).
+func (s *Server) lose(err error) {
+	s.lostOnce.Do(func() {
+		s.lostErr = err
+		close(s.lost)
+		s.closeSessions()
+		if s.endRun != nil {
+			s.endRun()
+		}
+	})
+}
+
+// lostError is what Serve returns for a ring cut under its mapping.
+func (s *Server) lostError() error {
+	return fmt.Errorf("serve %s: %w: %w", s.cfg.Ring, ErrRingTruncated, s.lostErr)
+}
+
+// guard is shm.Guard, for the goroutines that defer guardRing.
+func guard() bool { return shm.Guard() }
+
+// guardRing, deferred with guard's result at the top of a goroutine of
+// Serve that reads the ring (the sender, a session's writer and reader),
+// makes a fault on the ring the end of serving it (lose), not of the
+// process. Any other panic goes on.
+func (s *Server) guardRing(old bool) {
+	r := recover()
+	debug.SetPanicOnFault(old)
+	if r != nil {
+		s.faulted(r)
+	}
+}
+
+// guardServe is guardRing for Serve's own goroutine (a graceful stop
+// reads the ring): Serve then returns ErrRingTruncated.
+func (s *Server) guardServe(old bool, err *error) {
+	r := recover()
+	debug.SetPanicOnFault(old)
+	if r != nil {
+		s.faulted(r)
+		*err = s.lostError()
+	}
+}
+
+// guardSender is guardRing for the sender's goroutine (sendLoop). A fault
+// in a direct send (server_direct.go) leaves the stream it took taken,
+// and the writer waits for it: give it back (only when no Handoff runs
+// rounds: nobody else takes streams then).
+func (s *Server) guardSender(sn *sender, old bool) {
+	r := recover()
+	debug.SetPanicOnFault(old)
+	if r == nil {
+		return
+	}
+	if shm.Fault(r) != nil && !sn.hand.handed.Load() {
+		for _, ss := range *s.streams.Load() {
+			ss.owner.CompareAndSwap(ownerSender, ownerParked)
+		}
+	}
+	s.faulted(r)
+}
+
+// recoverRound, deferred by a sender round, makes a fault on the ring in
+// the round (its goroutine set the guard) the end of serving it and lets
+// the round return, so that its caller releases sendMu as always.
+func (s *Server) recoverRound() {
+	if r := recover(); r != nil {
+		s.faulted(r)
+	}
+}
+
+// faulted loses the ring for r, a recovered fault on its mapping, and
+// panics again with anything else.
+func (s *Server) faulted(r any) {
+	err := shm.Fault(r)
+	if err == nil {
+		panic(r)
+	}
+	s.lose(err)
 }
 
 // closeSessions closes every connection, those still in their handshake

@@ -75,6 +75,8 @@ func newSender(s *Server) *sender {
 // ctx, Close, or once a graceful stop has sent the last datagram
 // (stop.halted, stored under s.sendMu: no round runs after it).
 func (s *Server) sendLoop(ctx context.Context, sn *sender) {
+	// A ring cut under us ends serving it, not the process.
+	defer s.guardSender(sn, shm.Guard())
 	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
 		defer unlock()
 	}
@@ -150,6 +152,7 @@ func (sn *sender) yieldIfHeld(now time.Time, target uint64, handed bool) {
 // should wake the sender next. After a graceful stop's last datagram it
 // does nothing (a Handoff may still call it).
 func (sn *sender) round(now time.Time) uint64 {
+	defer sn.s.recoverRound() // a cut ring: the caller goes on, sendMu released
 	if sn.s.stop.halted.Load() {
 		return sn.next
 	}
@@ -158,6 +161,7 @@ func (sn *sender) round(now time.Time) uint64 {
 
 // roundTo is round with the records up to w (at most write_seq) ready.
 func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
+	defer sn.s.recoverRound()
 	s := sn.s
 	dests := *s.dests.Load()
 	if len(dests) == 0 && !s.cfg.Multicast.IsValid() {

@@ -154,6 +154,7 @@ type session struct {
 
 // serveConn runs one mirror's session until it disconnects or ctx ends.
 func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
+	defer s.guardRing(guard()) // its writer reads the ring
 	defer raw.Close()
 	pending := true
 	defer func() { s.release(raw, peer, pending) }()
