@@ -337,8 +337,8 @@ unix = %q
 			growing(t, p("b.copy"))
 
 			cut(t, p("a"), c.frac)
-			genA.exitedWithError(t)
 			run.oneError(t, p("a"))
+			genA.exitedWithError(t)
 			growingBy(t, p("b.copy"), 20000) // b is still served, a second on
 			for _, x := range []*child{run, mirrorA, mirrorB, tailB} {
 				x.alive(t)
