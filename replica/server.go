@@ -434,24 +434,6 @@ func (s *Server) guardServe(old bool, err *error) {
 	}
 }
 
-// guardSender is guardRing for the sender's goroutine (sendLoop). A fault
-// in a direct send (server_direct.go) leaves the stream it took taken,
-// and the writer waits for it: give it back (only when no Handoff runs
-// rounds: nobody else takes streams then).
-func (s *Server) guardSender(sn *sender, old bool) {
-	r := recover()
-	debug.SetPanicOnFault(old)
-	if r == nil {
-		return
-	}
-	if shm.Fault(r) != nil && !sn.hand.handed.Load() {
-		for _, ss := range *s.streams.Load() {
-			ss.owner.CompareAndSwap(ownerSender, ownerParked)
-		}
-	}
-	s.faulted(r)
-}
-
 // recoverRound, deferred by a sender round, makes a fault on the ring in
 // the round (its goroutine set the guard) the end of serving it and lets
 // the round return, so that its caller releases sendMu as always.
@@ -462,13 +444,21 @@ func (s *Server) recoverRound() {
 }
 
 // faulted loses the ring for r, a recovered fault on its mapping, and
-// panics again with anything else.
+// panics again with anything else. A fault in a direct send
+// (server_direct.go: the sender, a Handoff, a Loop turn) leaves the
+// stream it took taken, and its writer waits for it: every taken stream
+// is given back. One taken by a send still under way on another thread
+// is given back too, but the ring is lost, every connection closed and
+// the writers' context ended: they only return.
 func (s *Server) faulted(r any) {
 	err := shm.Fault(r)
 	if err == nil {
 		panic(r)
 	}
 	s.lose(err)
+	for _, ss := range *s.streams.Load() {
+		ss.owner.CompareAndSwap(ownerSender, ownerParked)
+	}
 }
 
 // closeSessions closes every connection, those still in their handshake

@@ -76,7 +76,7 @@ func newSender(s *Server) *sender {
 // (stop.halted, stored under s.sendMu: no round runs after it).
 func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 	// A ring cut under us ends serving it, not the process.
-	defer s.guardSender(sn, shm.Guard())
+	defer s.guardRing(shm.Guard())
 	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
 		defer unlock()
 	}
