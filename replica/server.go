@@ -121,8 +121,8 @@ type Server struct {
 	sessionsDue atomic.Bool
 	// stop is the state of a graceful stop (server_stop.go).
 	stop stopState
-	// lost is the ring cut under its mapping: closed once
-	// by lose, after lostErr (the first fault's error) is stored; endRun,
+	// lost is closed once, by lose, when the ring was cut under its
+	// mapping, after lostErr (the first fault's error) is stored. endRun,
 	// stored by Serve before it starts a goroutine, ends them all.
 	lost     chan struct{}
 	lostOnce sync.Once
