@@ -266,6 +266,12 @@ func (s *Server) Session() uint8 { return s.session }
 // passed; at the deadline every connection left is closed. Serve returns
 // nil after that, once the sender's current wait has ended too (at most
 // its deadline: a heartbeat interval, or a pending frame's Linger).
+//
+// A replaced ring ends Serve at once with ErrRingReplaced; a ring cut
+// under its mapping (the file truncated by another process) with
+// ErrRingTruncated: every goroutine of Serve that reads the ring recovers
+// the fault (shm.Guard) and ends serving, and the ring watcher ends it
+// when the file is shorter than the mapping, within 200 ms.
 func (s *Server) Serve(ctx context.Context) (err error) {
 	defer s.guardServe(shm.Guard(), &err)
 	s.mu.Lock()
