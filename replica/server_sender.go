@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
@@ -152,16 +153,16 @@ func (sn *sender) yieldIfHeld(now time.Time, target uint64, handed bool) {
 // should wake the sender next. After a graceful stop's last datagram it
 // does nothing (a Handoff may still call it).
 func (sn *sender) round(now time.Time) uint64 {
-	defer sn.s.recoverRound() // a cut ring: the caller goes on, sendMu released
 	if sn.s.stop.halted.Load() {
 		return sn.next
 	}
-	return sn.roundTo(now, sn.s.ring.WriteSeq())
+	return sn.roundTo(now, math.MaxUint64)
 }
 
-// roundTo is round with the records up to w (at most write_seq) ready.
+// roundTo is round with the records up to w ready (write_seq if less).
 func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
-	defer sn.s.recoverRound()
+	defer sn.s.recoverRound() // a cut ring: the caller goes on, sendMu released
+	w = min(w, sn.s.ring.WriteSeq())
 	s := sn.s
 	dests := *s.dests.Load()
 	if len(dests) == 0 && !s.cfg.Multicast.IsValid() {
