@@ -55,6 +55,16 @@ func goneCut(addr uintptr) (cutSpan, bool) {
 	return cutSpan{}, false
 }
 
+// forgetCut drops the cut spans that overlap [start, end), an address
+// range mapped again.
+func forgetCut(start, end uintptr) {
+	for i, c := range registry.cut {
+		if c.end > start && c.start < end {
+			registry.cut[i] = cutSpan{}
+		}
+	}
+}
+
 // register records m as a mapping of path.
 func register(m *mapping, path string) {
 	registry.mu.Lock()
@@ -62,6 +72,7 @@ func register(m *mapping, path string) {
 		registry.maps = map[*mapping]string{}
 	}
 	registry.maps[m] = path
+	forgetCut(m.span())
 	registry.mu.Unlock()
 }
 
