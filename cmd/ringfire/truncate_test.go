@@ -355,3 +355,53 @@ unix = %q
 		})
 	}
 }
+
+// TestCutHubRing: in `ringfire run`, a ring mirrored and served again (a
+// hub: the mirror hands its records to the server's sender) is cut. The
+// mirror unit starts a fresh ring, the serve unit serves it once it is
+// there, and a mirror of the hub (another process) goes on into a fresh
+// copy of its own. Nothing dies of a signal.
+func TestCutHubRing(t *testing.T) {
+	for _, c := range cuts {
+		t.Run(c.name, func(t *testing.T) {
+			dir := shmDir(t)
+			p := func(name string) string { return filepath.Join(dir, name) }
+			startChild(t, "gen", "gen", p("src"), "--rate", "20000", "--capacity", "1024")
+			testenv.Until(t, 10*time.Second, "gen's ring", func() bool { return writeSeq(p("src")) > 0 })
+			serve := startChild(t, "serve", "serve", p("src"), "--bind", "127.0.0.1:0", "--unix", p("src.sock"))
+			serve.waitLog(t, "msg=serving")
+			cfg := p("run.toml")
+			writeFile(t, cfg, fmt.Sprintf(`[[mirror]]
+source = %q
+ring = %q
+
+[[serve]]
+ring = %q
+bind = "127.0.0.1:0"
+unix = %q
+`, "unix:"+p("src.sock"), p("hub"), p("hub"), p("hub.sock")))
+			run := startChild(t, "run", "run", cfg)
+			testenv.Until(t, 20*time.Second, "the hub serving", func() bool {
+				run.alive(t)
+				return strings.Contains(run.logs(), "msg=serving")
+			})
+			leaf := startChild(t, "leaf mirror", "mirror", "unix:"+p("hub.sock"), p("leaf"), "--reconnect-ms", "50")
+			growing(t, p("leaf"))
+
+			cut(t, p("hub"), c.frac)
+			testenv.Until(t, 20*time.Second, "the hub to report the cut", func() bool {
+				run.noFault(t)
+				return strings.Contains(run.logs(), p("hub")+" was cut")
+			})
+			testenv.Until(t, 20*time.Second, "the hub serving its fresh ring", func() bool {
+				run.alive(t)
+				return strings.Count(run.logs(), "msg=serving") >= 2
+			})
+			growing(t, p("hub"))
+			growing(t, p("leaf"))
+			for _, x := range []*child{leaf, run, serve} {
+				x.stop(t)
+			}
+		})
+	}
+}
