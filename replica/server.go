@@ -321,7 +321,7 @@ func (s *Server) Serve(ctx context.Context) (err error) {
 	}
 	// The goroutines above end with run: end it before waiting for them,
 	// or a Close that ends the accept loop would wait forever.
-	defer func() { cancel(); s.wg.Wait() }()
+	defer func() { cancel(); s.waitAll() }()
 	for failed := 0; ; {
 		c, err := s.accept.Accept()
 		if err != nil {
@@ -380,14 +380,16 @@ func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, repla
 		case <-s.lost:
 			return // lose closed the sessions and ended run
 		case <-t.C:
+			// Shrunk first: a cut ring may be replaced at once (a hub's
+			// mirror starts a fresh one), and a cut must end as one.
+			if err := s.ring.Shrunk(); err != nil {
+				s.lose(err)
+				return
+			}
 			if s.ring.Replaced() {
 				close(replaced)
 				s.closeSessions()
 				cancel()
-				return
-			}
-			if err := s.ring.Shrunk(); err != nil {
-				s.lose(err)
 				return
 			}
 		}
@@ -449,6 +451,38 @@ func (s *Server) recoverRound() {
 	}
 }
 
+// waitAll waits for the goroutines Serve started. Once the ring is lost,
+// a direct send that faulted on a thread not ours (a hub's Handoff, on
+// its mirror's thread, whose own guard took the fault) may have left its
+// stream taken, and that session's writer waits for it: taken streams
+// are given back until every goroutine has ended.
+func (s *Server) waitAll() {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-s.lost:
+	}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		s.giveBackStreams()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// giveBackStreams gives every taken stream back to its writer.
+func (s *Server) giveBackStreams() {
+	for _, ss := range *s.streams.Load() {
+		ss.owner.CompareAndSwap(ownerSender, ownerParked)
+	}
+}
+
 // faulted loses the ring for r, a recovered fault on its mapping, and
 // panics again with anything else. A fault in a direct send
 // (server_direct.go: the sender, a Handoff, a Loop turn) leaves the
@@ -462,9 +496,7 @@ func (s *Server) faulted(r any) {
 		panic(r)
 	}
 	s.lose(err)
-	for _, ss := range *s.streams.Load() {
-		ss.owner.CompareAndSwap(ownerSender, ownerParked)
-	}
+	s.giveBackStreams()
 }
 
 // closeSessions closes every connection, those still in their handshake
