@@ -185,3 +185,13 @@ func IsFault(err error) bool {
 	var fe *FaultError
 	return errors.As(err, &fe)
 }
+
+// skipFault, deferred with Guard's result, stops a fault in a mapping and
+// restores the goroutine's setting; any other panic goes on.
+func skipFault(old bool) {
+	p := recover()
+	debug.SetPanicOnFault(old)
+	if p != nil && Fault(p) == nil {
+		panic(p)
+	}
+}

@@ -320,9 +320,7 @@ func (rd *Reader) Close() error {
 		return nil
 	}
 	if rd.reg >= 0 {
-		// A ring cut under its mapping has no registry left to leave: on
-		// a guarded goroutine the fault is skipped, and the ring unmapped.
-		Protect(func() error { rd.r.unregister(rd.reg); return nil })
+		rd.r.unregister(rd.reg)
 		rd.reg = -1
 	}
 	rd.closeCheckpoint()
