@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
+	"github.com/ringfire/ringfire/shm"
 )
 
 // ErrLoopRunning is returned by a second Run of a Loop, by Run after
@@ -137,7 +138,8 @@ func (l *Loop) Stats() LoopStats {
 
 // Run turns until ctx is done, on a locked OS thread (pinned with Pin). A
 // Loop runs once at a time: a second Run returns ErrLoopRunning.
-func (l *Loop) Run(ctx context.Context) error {
+func (l *Loop) Run(ctx context.Context) (err error) {
+	defer shm.Recover(shm.Guard(), &err) // a member's ring cut: the loop ends, the process lives
 	if !l.running.CompareAndSwap(false, true) {
 		return ErrLoopRunning
 	}

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"runtime/debug"
 
 	"github.com/ringfire/ringfire/shm"
 )
@@ -85,4 +86,29 @@ func (m *mirrorRing) publish() error {
 func (m *mirrorRing) close() error {
 	m.publish()
 	return m.w.Close()
+}
+
+// guardRun, deferred at the top of Run with shm.Guard's result, makes a
+// fault on the mirror ring (its file cut under it by another process)
+// the end of that ring's session, not of the process: the connection
+// closes (MirrorDisconnected with the error), the ring is unmapped
+// without another access, and Run returns the fault's error, wrapping
+// shm.ErrTruncated and naming the file. The next Run (or Connect) creates
+// a fresh ring at the path. Any other panic goes on.
+func (m *Mirror) guardRun(old bool, err *error) {
+	r := recover()
+	debug.SetPanicOnFault(old)
+	if r == nil {
+		return
+	}
+	fe := shm.Fault(r)
+	if fe == nil {
+		panic(r)
+	}
+	if m.ring != nil {
+		m.ring.w.Close() // no publish: the mapping is cut
+		m.ring, m.seq = nil, nil
+	}
+	m.disconnect(fe)
+	*err = fmt.Errorf("mirror into %s: %w", m.cfg.Ring, fe)
 }

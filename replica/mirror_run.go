@@ -12,7 +12,9 @@ import (
 // reconnects after Reconnect unless Once is set) and steps, on a locked
 // OS thread, waiting when idle as MirrorConfig.Wait says (mirror_wait.go).
 // It returns nil when ctx is done, or the error that ended a connection
-// when Once is set.
+// when Once is set; a fault on the mirror ring (its file cut under it by
+// another process) ends Run with that error (guardRun, mirror_ring.go),
+// and the next Run starts a fresh ring.
 //
 // When ctx ends, the step under way finishes: every record applied is
 // published in the mirror ring (each step publishes what it stored, even
@@ -20,7 +22,8 @@ import (
 // connection stays open until Close. A source that stops gracefully
 // closes its end only once the mirror has what it was owed; Run then
 // reconnects (or, with Once, returns nil).
-func (m *Mirror) Run(ctx context.Context) error {
+func (m *Mirror) Run(ctx context.Context) (err error) {
+	defer m.guardRun(guard(), &err) // its ring cut under it: this session ends
 	// Stats as Run returns (a deferred publishStats(time.Now()) would
 	// take its time at the call).
 	defer func() { m.publishStats(time.Now()) }()

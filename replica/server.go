@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,7 +121,19 @@ type Server struct {
 	sessionsDue atomic.Bool
 	// stop is the state of a graceful stop (server_stop.go).
 	stop stopState
+	// lost is closed once, by lose, when the ring was cut under its
+	// mapping, after lostErr (the first fault's error) is stored. endRun,
+	// stored by Serve before it starts a goroutine, ends them all.
+	lost     chan struct{}
+	lostOnce sync.Once
+	lostErr  error
+	endRun   context.CancelFunc
 }
+
+// ErrRingTruncated: the served ring file was cut under its mapping
+// (truncated by another process); serve it again once a valid ring is
+// at the path. The error also wraps the *shm.FaultError naming the file.
+var ErrRingTruncated = errors.New("replica: the ring file was cut under its mapping")
 
 // NewServer opens the ring read-only and binds the TCP control address and
 // the datagram transport.
@@ -165,7 +178,8 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}, teleWake: make(chan struct{}, 1)}
+	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}, teleWake: make(chan struct{}, 1),
+		lost: make(chan struct{})}
 	s.stop.begun = make(chan struct{})
 	s.sess = newIncarnation(cfg.Encrypt)
 	s.session = byte(s.sess.ID) // datagrams carry its low byte
@@ -252,7 +266,14 @@ func (s *Server) Session() uint8 { return s.session }
 // passed; at the deadline every connection left is closed. Serve returns
 // nil after that, once the sender's current wait has ended too (at most
 // its deadline: a heartbeat interval, or a pending frame's Linger).
-func (s *Server) Serve(ctx context.Context) error {
+//
+// A replaced ring ends Serve at once with ErrRingReplaced; a ring cut
+// under its mapping (the file truncated by another process) with
+// ErrRingTruncated: every goroutine of Serve that reads the ring recovers
+// the fault (shm.Guard) and ends serving, and the ring watcher ends it
+// when the file is shorter than the mapping, within 200 ms.
+func (s *Server) Serve(ctx context.Context) (err error) {
+	defer s.guardServe(shm.Guard(), &err)
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
@@ -276,6 +297,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		s.accept.Close()
 	}()
 	replaced := make(chan struct{})
+	s.endRun = cancel
 	sn := newSender(s) // before Handoff or a graceful stop may look for it
 	if s.cfg.Loop == nil {
 		sn.startHandWait()
@@ -290,7 +312,7 @@ func (s *Server) Serve(ctx context.Context) error {
 		go func() { defer s.wg.Done(); s.sendLoop(run, sn) }()
 	}
 	s.wg.Add(1)
-	go func() { defer s.wg.Done(); s.telemetryLoop(run) }()
+	go func() { defer s.wg.Done(); defer s.guardRing(guard()); s.telemetryLoop(run) }()
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.relay.Run(run) }()
 	if s.udp != nil && !s.punchesInLoop() {
@@ -299,11 +321,13 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 	// The goroutines above end with run: end it before waiting for them,
 	// or a Close that ends the accept loop would wait forever.
-	defer func() { cancel(); s.wg.Wait() }()
+	defer func() { cancel(); s.waitAll() }()
 	for failed := 0; ; {
 		c, err := s.accept.Accept()
 		if err != nil {
 			select {
+			case <-s.lost:
+				return s.lostError()
 			case <-replaced:
 				return fmt.Errorf("serve %s: %w", s.cfg.Ring, ErrRingReplaced)
 			default:
@@ -341,8 +365,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	}
 }
 
-// watchRing ends Serve when the ring's path names a new ring: the producer
-// restarted, and the mapping we serve will never move again.
+// watchRing ends Serve when the ring's path names a new ring (the
+// producer restarted, and the mapping we serve will never move again), or
+// when the file was cut under the mapping: a goroutine faulted on it
+// (lose), or the file is now shorter than the mapping, found here before
+// anyone touches a lost page.
 func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, replaced chan struct{}) {
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
@@ -350,7 +377,15 @@ func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, repla
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.lost:
+			return // lose closed the sessions and ended run
 		case <-t.C:
+			// Shrunk first: a cut ring may be replaced at once (a hub's
+			// mirror starts a fresh one), and a cut must end as one.
+			if err := s.ring.Shrunk(); err != nil {
+				s.lose(err)
+				return
+			}
 			if s.ring.Replaced() {
 				close(replaced)
 				s.closeSessions()
@@ -359,6 +394,109 @@ func (s *Server) watchRing(ctx context.Context, cancel context.CancelFunc, repla
 			}
 		}
 	}
+}
+
+// lose ends serving a ring whose file was cut under its mapping, as a
+// replaced ring ends it: every connection is closed and every goroutine
+// of Serve ends; Serve returns ErrRingTruncated with err, the first
+// fault's error (a *shm.FaultError naming the file).
+func (s *Server) lose(err error) {
+	s.lostOnce.Do(func() {
+		s.lostErr = err
+		close(s.lost)
+		s.closeSessions()
+		if s.endRun != nil {
+			s.endRun()
+		}
+	})
+}
+
+// lostError is what Serve returns for a ring cut under its mapping.
+func (s *Server) lostError() error {
+	return fmt.Errorf("serve %s: %w: %w", s.cfg.Ring, ErrRingTruncated, s.lostErr)
+}
+
+// guard is shm.Guard, for the goroutines that defer guardRing.
+func guard() bool { return shm.Guard() }
+
+// guardRing, deferred with guard's result at the top of a goroutine of
+// Serve that reads the ring (the sender, a session's writer and reader),
+// makes a fault on the ring the end of serving it (lose), not of the
+// process. Any other panic goes on.
+func (s *Server) guardRing(old bool) {
+	r := recover()
+	debug.SetPanicOnFault(old)
+	if r != nil {
+		s.faulted(r)
+	}
+}
+
+// guardServe is guardRing for Serve's own goroutine (a graceful stop
+// reads the ring): Serve then returns ErrRingTruncated.
+func (s *Server) guardServe(old bool, err *error) {
+	r := recover()
+	debug.SetPanicOnFault(old)
+	if r != nil {
+		s.faulted(r)
+		*err = s.lostError()
+	}
+}
+
+// recoverRound, deferred by a sender round, makes a fault on the ring in
+// the round (its goroutine set the guard) the end of serving it and lets
+// the round return, so that its caller releases sendMu as always.
+func (s *Server) recoverRound() {
+	if r := recover(); r != nil {
+		s.faulted(r)
+	}
+}
+
+// waitAll waits for the goroutines Serve started. Once the ring is lost,
+// a direct send that faulted on a thread not ours (a hub's Handoff, on
+// its mirror's thread, whose own guard took the fault) may have left its
+// stream taken, and that session's writer waits for it: taken streams
+// are given back until every goroutine has ended.
+func (s *Server) waitAll() {
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-s.lost:
+	}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
+		s.giveBackStreams()
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// giveBackStreams gives every taken stream back to its writer.
+func (s *Server) giveBackStreams() {
+	for _, ss := range *s.streams.Load() {
+		ss.owner.CompareAndSwap(ownerSender, ownerParked)
+	}
+}
+
+// faulted loses the ring for r, a recovered fault on its mapping, and
+// panics again with anything else. A fault in a direct send
+// (server_direct.go: the sender, a Handoff, a Loop turn) leaves the
+// stream it took taken, and its writer waits for it: every taken stream
+// is given back. One taken by a send still under way on another thread
+// is given back too, but the ring is lost, every connection closed and
+// the writers' context ended: they only return.
+func (s *Server) faulted(r any) {
+	err := shm.Fault(r)
+	if err == nil {
+		panic(r)
+	}
+	s.lose(err)
+	s.giveBackStreams()
 }
 
 // closeSessions closes every connection, those still in their handshake

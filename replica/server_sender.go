@@ -3,6 +3,7 @@ package replica
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
@@ -75,6 +76,8 @@ func newSender(s *Server) *sender {
 // ctx, Close, or once a graceful stop has sent the last datagram
 // (stop.halted, stored under s.sendMu: no round runs after it).
 func (s *Server) sendLoop(ctx context.Context, sn *sender) {
+	// A ring cut under us ends serving it, not the process.
+	defer s.guardRing(shm.Guard())
 	if unlock, err := idle.LockThread(s.cfg.Pin.cpu()); err == nil { // NewServer checked the CPU
 		defer unlock()
 	}
@@ -153,11 +156,13 @@ func (sn *sender) round(now time.Time) uint64 {
 	if sn.s.stop.halted.Load() {
 		return sn.next
 	}
-	return sn.roundTo(now, sn.s.ring.WriteSeq())
+	return sn.roundTo(now, math.MaxUint64)
 }
 
-// roundTo is round with the records up to w (at most write_seq) ready.
+// roundTo is round with the records up to w ready (write_seq if less).
 func (sn *sender) roundTo(now time.Time, w uint64) uint64 {
+	defer sn.s.recoverRound() // a cut ring: the caller goes on, sendMu released
+	w = min(w, sn.s.ring.WriteSeq())
 	s := sn.s
 	dests := *s.dests.Load()
 	if len(dests) == 0 && !s.cfg.Multicast.IsValid() {

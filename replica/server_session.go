@@ -158,6 +158,7 @@ type session struct {
 // serveConn runs one mirror's session until it disconnects or ctx ends.
 // Its handshake (TLS included) must be done by the deadline admit set.
 func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
+	defer s.guardRing(guard()) // its writer reads the ring
 	defer raw.Close()
 	p := s.admitted(raw)
 	defer s.release(raw, peer, p)

@@ -12,6 +12,7 @@ import (
 // readLoop reads the mirror's frames: NAKs, answered from the ring, and
 // STATUS frames, applied to the table of mirrors.
 func (ss *session) readLoop(br *bufio.Reader) error {
+	defer ss.srv.guardRing(guard()) // NAKs are answered from the ring
 	nf := newFeed(ss.srv.ring)
 	buf := make([]byte, 0, tcpFrameMax+wire.HeaderSize)
 	var answered uint64 // last record answered (DATA or GAP) on this connection

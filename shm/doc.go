@@ -120,6 +120,13 @@
 // Go garbage collector never sees the mapping; every object fails with
 // ErrClosed after Close instead of touching unmapped memory.
 //
+// A file cut under its mapping (truncated by another process) makes the
+// next access to a lost page raise SIGBUS, which would kill the process.
+// A goroutine that touches rings defers Recover(Guard(), &err) at its top
+// (fault.go): the fault then panics in that goroutine only
+// (runtime/debug.SetPanicOnFault) and becomes a *FaultError wrapping
+// ErrTruncated that names the file. Nothing is checked per access.
+//
 // Choices where compat.md is silent: unknown flag bits are refused; a
 // multi-producer ring cannot be lossless, sparse or a blob ring; every
 // multi-producer holds a shared flock (the creator downgrades its

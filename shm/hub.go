@@ -74,6 +74,7 @@ func (h *hub) poke() {
 // run is the hub: snapshot the parked words, sleep until one changes (or
 // the set does), signal the receives whose words changed.
 func (h *hub) run() {
+	Guard() // a parked ring cut under its mapping: changed recovers
 	var ws [futexWaitvMax]futexWaiter
 	for {
 		c := h.ctl.Load()
@@ -118,7 +119,20 @@ func (h *hub) run() {
 }
 
 // changed reports whether one of p's futex words moved since it parked.
-func (p *parking) changed() bool {
+// A word whose page was cut (the ring file truncated) counts as moved, on
+// a guarded goroutine (the hub's, or a receive's under Guard): the receive
+// is woken, and its own next load of the ring faults where its caller
+// recovers. futex_waitv on such a word fails at once (EFAULT), so the
+// hub must not keep it.
+func (p *parking) changed() (moved bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if Fault(r) == nil {
+				panic(r)
+			}
+			moved = true
+		}
+	}()
 	for i, r := range p.rings {
 		if r.futex.Load() != p.vals[i] {
 			return true

@@ -32,19 +32,32 @@ func mapFile(f *os.File, size int, writable, populate bool) (*mapping, error) {
 	if err != nil {
 		return nil, os.NewSyscallError("mmap", err)
 	}
-	return &mapping{data: data, writable: writable}, nil
+	m := &mapping{data: data, writable: writable}
+	register(m, f.Name())
+	return m, nil
 }
 
 func (m *mapping) unmap() error {
 	if m.data == nil {
 		return nil
 	}
+	unregister(m)
 	err := unix.Munmap(m.data)
 	m.data = nil
 	if err != nil {
 		return os.NewSyscallError("munmap", err)
 	}
 	return nil
+}
+
+// span is the address range [start, end) the mapping occupies (0, 0 once
+// unmapped), for Fault.
+func (m *mapping) span() (start, end uintptr) {
+	if len(m.data) == 0 {
+		return 0, 0
+	}
+	start = uintptr(unsafe.Pointer(unsafe.SliceData(m.data)))
+	return start, start + uintptr(len(m.data))
 }
 
 // u64 returns the 8-byte aligned shared word at off. Go's sync/atomic

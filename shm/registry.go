@@ -69,8 +69,11 @@ func (r *Ring) register(cursor uint64, name string) int {
 	return -1
 }
 
-// unregister releases entry i if this process still owns it.
+// unregister releases entry i if this process still owns it. A ring cut
+// under its mapping has no registry left to release: the fault is
+// skipped, and the reader's Close unmaps the ring.
 func (r *Ring) unregister(i int) {
+	defer skipFault(Guard())
 	e := r.entry(i)
 	e.active.Store(0)
 	e.pid.CompareAndSwap(uint32(os.Getpid()), 0)

@@ -223,3 +223,18 @@ func (r *Ring) Replaced() bool {
 	}
 	return !os.SameFile(st, statOrNil(r.f))
 }
+
+// Shrunk reports, as an error wrapping ErrTruncated that names the file,
+// when the ring's file is now shorter than its mapping (cut by another
+// process): an access to the lost part would fault. nil otherwise, or
+// after Close.
+func (r *Ring) Shrunk() error {
+	if r.closed {
+		return nil
+	}
+	st, err := r.f.Stat()
+	if err != nil || st.Size() >= int64(len(r.m.data)) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s was cut to %d bytes under its %d-byte mapping", ErrTruncated, r.path, st.Size(), len(r.m.data))
+}

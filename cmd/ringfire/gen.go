@@ -74,10 +74,15 @@ func runGen(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("--producers writes a lossy ring of its own: not with --lossless or --join")
 	case c.join && c.lossless:
 		return usagef("--join writes a multi-producer ring, which is never lossless")
-	case c.producers > 0:
-		return generateMulti(ctx, stdout, path, c)
 	}
-	return generate(ctx, stdout, path, c)
+	// The ring cut under gen's mapping (truncated by another process):
+	// the error names the file, instead of SIGBUS killing gen.
+	return shm.Protect(func() error {
+		if c.producers > 0 {
+			return generateMulti(ctx, stdout, path, c)
+		}
+		return generate(ctx, stdout, path, c)
+	})
 }
 
 // sink is where generate writes: a ring's single writer, or one producer

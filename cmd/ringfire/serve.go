@@ -134,7 +134,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		log.Info("metrics", "addr", at, "metrics", "/metrics", "mirrors", "/mirrors")
 	}
 	return u.run(ctx, func(sctx context.Context, srv *replica.Server) {
-		go everyTick(sctx, every, func() { printServerStats(stdout, srv.Stats(), false) })
+		go everyTick(sctx, every, func() { printServerStats(stdout, stats(srv), false) })
 	}, func(st replica.ServerStats) { printServerStats(stdout, st, asJSON) })
 }
 

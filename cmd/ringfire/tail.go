@@ -115,7 +115,7 @@ func runTail(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if n := t.rd.Ring().Layout().PayloadSize(); n < synth.MinSize {
 		return fmt.Errorf("%s: %d-byte payloads cannot hold synthetic records (at least %d bytes); was it written by 'ringfire gen'?", path, n, synth.MinSize)
 	}
-	err = t.loop(ctx)
+	err = t.follow(ctx)
 	t.summary()
 	if ferr := t.out.Flush(); err == nil {
 		err = ferr
@@ -214,6 +214,9 @@ func (t *tailer) loop(ctx context.Context) error {
 			if err := t.out.Flush(); err != nil {
 				return err
 			}
+			if err := t.rd.Ring().Shrunk(); err != nil {
+				return err // cut under us, though no lost page was read yet: follow waits
+			}
 			if t.rd.Ring().Replaced() {
 				if err := t.reattach(); err != nil {
 					return err
@@ -230,6 +233,47 @@ func (t *tailer) loop(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// follow runs loop with the fault guard: a ring cut under its mapping
+// (truncated by another process) is reported once, naming the file, and
+// tail waits for a valid ring at the path and goes on there, as after a
+// replaced ring.
+func (t *tailer) follow(ctx context.Context) error {
+	for {
+		err := shm.Protect(func() error { return t.loop(ctx) })
+		if !errors.Is(err, shm.ErrTruncated) {
+			return err
+		}
+		fmt.Fprintf(t.errOut, "tail: %v; waiting for a valid ring at %s\n", err, t.path)
+		if err := t.awaitRing(ctx); err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// awaitRing polls the path every 50 ms until a valid ring is there
+// (nothing, a cut file or one still being created are waited for; ctx's
+// end returns nil), then reattaches to it.
+func (t *tailer) awaitRing(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r, err := shm.Open(t.path, shm.OpenOptions{})
+		if err == nil {
+			r.Close()
+			if err := shm.Protect(t.reattach); !errors.Is(err, shm.ErrTruncated) {
+				return err // reattached, or failed
+			}
+		} else if !errors.Is(err, os.ErrNotExist) && !errors.Is(err, shm.ErrTruncated) && !errors.Is(err, shm.ErrMagic) {
+			return fmt.Errorf("reattach %s: %w", t.path, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 }
 
 // reattach follows a ring replaced at the path — a restarted producer, or

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/shm"
 )
 
 // mirrorUnit is one mirror: mirror runs one, ringfire run one per
@@ -14,6 +15,7 @@ import (
 type mirrorUnit struct {
 	name, source, path string
 	from               string
+	once               bool // --once: a cut ring ends the mirror too
 	m                  *replica.Mirror
 	log                *slog.Logger
 }
@@ -65,14 +67,22 @@ func (f *mirrorFlags) unit(source, path string, log *slog.Logger, published func
 	if err != nil {
 		return nil, err
 	}
-	return &mirrorUnit{name: ringName(path), source: source, path: path, from: f.from, m: m, log: log}, nil
+	return &mirrorUnit{name: ringName(path), source: source, path: path, from: f.from, once: f.once, m: m, log: log}, nil
 }
 
 // run mirrors until ctx ends (or the source goes away, with --once), then
 // closes the mirror.
+//
+// A mirror ring cut under its mapping (truncated by another process) ends
+// the session with one error naming the file; unless --once, the mirror
+// then connects again and starts a fresh ring at the path.
 func (u *mirrorUnit) run(ctx context.Context) error {
 	u.log.Info("mirroring", "source", u.source, "ring", u.path, "from", u.from)
 	err := u.m.Run(ctx)
+	for errors.Is(err, shm.ErrTruncated) && !u.once && ctx.Err() == nil {
+		u.log.Error("mirror ring cut under its mapping: starting a fresh ring at the next connection", "ring", u.path, "err", err)
+		err = u.m.Run(ctx)
+	}
 	if cerr := u.m.Close(); err == nil {
 		err = cerr
 	}

@@ -47,8 +47,9 @@ func (f *serveFlags) unit(path string, log *slog.Logger) (*serveUnit, error) {
 // listens (and a context that ends with it), stopped with its final
 // counters.
 func (u *serveUnit) run(ctx context.Context, started func(context.Context, *replica.Server), stopped func(replica.ServerStats)) error {
+	cut := false // the last ring was cut under us: wait for a valid one
 	for restarted := false; ; restarted = true {
-		srv, err := u.open(ctx, restarted || u.await)
+		srv, err := u.open(ctx, restarted || u.await, cut)
 		if err != nil || srv == nil {
 			return err
 		}
@@ -61,10 +62,17 @@ func (u *serveUnit) run(ctx context.Context, started func(context.Context, *repl
 		err = srv.Serve(sctx)
 		u.live.p.Store(nil)
 		stop()
-		st := srv.Stats()
+		st := stats(srv)
 		srv.Close()
 		if stopped != nil {
 			stopped(st)
+		}
+		cut = errors.Is(err, replica.ErrRingTruncated)
+		if cut {
+			// The file was cut under us: one error naming it, then wait
+			// for a valid ring at the path (a restarted producer).
+			u.log.Error("ring file cut under its mapping: waiting for a valid ring at the path", "ring", u.path, "err", err)
+			continue
 		}
 		if !errors.Is(err, replica.ErrRingReplaced) {
 			return err
@@ -73,6 +81,13 @@ func (u *serveUnit) run(ctx context.Context, started func(context.Context, *repl
 		// so that mirrors start fresh rings.
 		u.log.Warn("ring replaced, serving the new one", "ring", u.path)
 	}
+}
+
+// stats is srv.Stats, which reads the ring's write_seq, guarded: a ring
+// cut under its mapping reads 0 there instead of killing the process.
+func stats(srv *replica.Server) (st replica.ServerStats) {
+	shm.Protect(func() error { st = srv.Stats(); return nil })
+	return st
 }
 
 // ready is nil once the unit listens, else why not.
@@ -85,22 +100,25 @@ func (u *serveUnit) ready() error {
 
 // open opens the server. With wait, a ring that does not exist yet (or is
 // still being created) is waited for: after a replaced ring for 5 s, the
-// new producer finishing it; for a hub's ring until ctx ends. It returns
-// nil, nil when ctx ends first.
-func (u *serveUnit) open(ctx context.Context, wait bool) (*replica.Server, error) {
+// new producer finishing it; for a hub's ring until ctx ends. After a ring
+// cut under its mapping (cut), the cut file (ErrTruncated) is waited for
+// too, until ctx ends: its producer died with it, and a new one creates a
+// new ring there. It returns nil, nil when ctx ends first.
+func (u *serveUnit) open(ctx context.Context, wait, cut bool) (*replica.Server, error) {
 	deadline := time.Now().Add(5 * time.Second)
 	logged := false
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
-		srv, err := replica.NewServer(u.cfg)
-		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic)
+		var srv *replica.Server
+		err := shm.Protect(func() (err error) { srv, err = replica.NewServer(u.cfg); return err }) // cut as it opens
+		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic) || cut && errors.Is(err, shm.ErrTruncated)
 		switch {
 		case err == nil:
 			return srv, nil
 		case !wait || !transient:
 			return nil, err
-		case !u.await && time.Now().After(deadline):
+		case !u.await && !cut && time.Now().After(deadline):
 			return nil, err
 		case u.await && !logged:
 			u.log.Info("waiting for the ring to be created", "ring", u.path)

@@ -1,0 +1,357 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
+	"github.com/ringfire/ringfire/shm"
+)
+
+// A ring file cut under its mappings (issue 38, item 1): each command is
+// a child process (this test binary as the CLI), so that a SIGBUS would
+// show as what it is, a process dying of "fatal error: fault" with exit
+// status 2, and not as a failed assertion in the test's own process.
+
+// child is a ringfire command running as a child process.
+type child struct {
+	name string
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer // stdout and stderr
+	done chan struct{}
+	err  error
+}
+
+func (c *child) Write(b []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.Write(b)
+}
+
+func (c *child) logs() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.out.String()
+}
+
+// startChild runs `ringfire args...`; the test's end kills it if it still
+// runs, and logs its output if the test failed.
+func startChild(t *testing.T, name string, args ...string) *child {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &child{name: name, cmd: exec.Command(exe, args...), done: make(chan struct{})}
+	c.cmd.Env = append(os.Environ(), "RINGFIRE_TEST_MAIN=1")
+	c.cmd.Stdout, c.cmd.Stderr = c, c
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.err = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		c.cmd.Process.Kill()
+		<-c.done
+		if t.Failed() {
+			t.Logf("ringfire %s:\n%s", strings.Join(args, " "), c.logs())
+		}
+	})
+	return c
+}
+
+// waitLog waits until the child's output holds s, failing if it exits
+// first.
+func (c *child) waitLog(t *testing.T, s string) {
+	t.Helper()
+	testenv.Until(t, 20*time.Second, fmt.Sprintf("%s to print %q", c.name, s), func() bool {
+		if strings.Contains(c.logs(), s) {
+			return true
+		}
+		select {
+		case <-c.done:
+			t.Fatalf("%s exited (%v) before printing %q:\n%s", c.name, c.err, s, c.logs())
+		default:
+		}
+		return false
+	})
+}
+
+// alive fails t if the child has exited.
+func (c *child) alive(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.done:
+		t.Fatalf("%s exited: %v\n%s", c.name, c.err, c.logs())
+	default:
+	}
+}
+
+// noFault fails t if the child's output shows a Go runtime crash.
+func (c *child) noFault(t *testing.T) {
+	t.Helper()
+	for _, crash := range []string{"fatal error", "unexpected fault address", "SIGBUS", "SIGSEGV", "goroutine 1 ["} {
+		if strings.Contains(c.logs(), crash) {
+			t.Fatalf("%s crashed (%q):\n%s", c.name, crash, c.logs())
+		}
+	}
+}
+
+// stop sends SIGTERM and waits: the child must exit 0, not die.
+func (c *child) stop(t *testing.T) {
+	t.Helper()
+	c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s did not stop on SIGTERM:\n%s", c.name, c.logs())
+	}
+	c.noFault(t)
+	if c.err != nil {
+		t.Fatalf("%s exited with %v:\n%s", c.name, c.err, c.logs())
+	}
+}
+
+// exitedWithError waits for the child to exit on its own, with status 1
+// (an error it reported), not 2 (a Go runtime crash) nor a signal.
+func (c *child) exitedWithError(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("%s still runs:\n%s", c.name, c.logs())
+	}
+	c.noFault(t)
+	var ee *exec.ExitError
+	if !errors.As(c.err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("%s exited with %v, want status 1:\n%s", c.name, c.err, c.logs())
+	}
+}
+
+// errorLines counts the lines of the child's output that report the cut
+// of path as an error.
+func (c *child) errorLines(path string) int {
+	n := 0
+	for _, l := range strings.Split(c.logs(), "\n") {
+		if strings.Contains(l, path+" was cut") && (strings.Contains(l, "level=ERROR") || strings.HasPrefix(l, "tail: ") || strings.HasPrefix(l, "ringfire: ")) {
+			n++
+		}
+	}
+	return n
+}
+
+// oneError fails t unless the child reported the cut of path in exactly
+// one error line.
+func (c *child) oneError(t *testing.T, path string) {
+	t.Helper()
+	testenv.Until(t, 20*time.Second, c.name+" to report the cut", func() bool {
+		c.noFault(t)
+		return c.errorLines(path) > 0
+	})
+	if n := c.errorLines(path); n != 1 {
+		t.Fatalf("%s reported the cut of %s in %d error lines, want 1:\n%s", c.name, path, n, c.logs())
+	}
+}
+
+// shmDir is a fresh directory in /dev/shm, where rings live.
+func shmDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("/dev/shm", "ringfire-cut-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// writeSeq is the ring's write_seq (0 when it cannot be opened).
+func writeSeq(path string) uint64 {
+	var w uint64
+	shm.Protect(func() error {
+		r, err := shm.Open(path, shm.OpenOptions{})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		w = r.WriteSeq()
+		return nil
+	})
+	return w
+}
+
+// growing waits until the ring at path has gone past its write_seq now
+// by 1,000 records.
+func growing(t *testing.T, path string) { t.Helper(); growingBy(t, path, 1000) }
+
+// growingBy waits until the ring at path has gone past its write_seq now
+// by n records.
+func growingBy(t *testing.T, path string, n uint64) {
+	t.Helper()
+	from := writeSeq(path)
+	testenv.Until(t, 20*time.Second, path+" growing", func() bool { return writeSeq(path) > from+n })
+}
+
+// cut truncates the file at path to its size times frac (0: to nothing).
+func cut(t *testing.T, path string, frac float64) {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, int64(float64(st.Size())*frac)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var cuts = []struct {
+	name string
+	frac float64
+}{{"to-zero", 0}, {"to-half", 0.5}}
+
+// TestCutSourceRing: the source ring cut under gen (its producer), serve,
+// a tail and, through serve, a mirror. gen exits with an error naming the
+// file; serve and tail each report it once and wait for a valid ring;
+// once a new gen makes one, serve serves it (the mirror starts a fresh
+// copy) and tail reattaches. Nothing dies of a signal. Before the fault
+// guard, gen, serve and tail died of SIGBUS (exit status 2).
+func TestCutSourceRing(t *testing.T) {
+	for _, c := range cuts {
+		t.Run(c.name, func(t *testing.T) {
+			dir := shmDir(t)
+			src, dst, sock := filepath.Join(dir, "src"), filepath.Join(dir, "dst"), filepath.Join(dir, "sock")
+			gen := startChild(t, "gen", "gen", src, "--rate", "20000", "--capacity", "1024")
+			testenv.Until(t, 10*time.Second, "gen's ring", func() bool { return writeSeq(src) > 0 })
+			serve := startChild(t, "serve", "serve", src, "--bind", "127.0.0.1:0", "--unix", sock)
+			serve.waitLog(t, "msg=serving")
+			mirror := startChild(t, "mirror", "mirror", "unix:"+sock, dst, "--from", "oldest", "--reconnect-ms", "50")
+			tail := startChild(t, "tail", "tail", src, "--quiet")
+			growing(t, dst)
+			growing(t, src) // and tail reads it
+
+			cut(t, src, c.frac)
+			gen.exitedWithError(t)
+			wantContains(t, "gen's output", gen.logs(), src+" was cut under its mapping")
+			serve.oneError(t, src)
+			tail.oneError(t, src)
+			serve.alive(t)
+			tail.alive(t)
+			mirror.alive(t)
+
+			// A new producer: serve and tail go on with its ring, the
+			// mirror with a fresh copy of it.
+			startChild(t, "gen (again)", "gen", src, "--rate", "20000", "--capacity", "1024", "--replace")
+			testenv.Until(t, 20*time.Second, "serve to serve the new ring", func() bool {
+				return strings.Count(serve.logs(), "msg=serving") == 2
+			})
+			tail.waitLog(t, "reattached")
+			growing(t, dst)
+			for _, p := range []*child{serve, mirror, tail} {
+				p.stop(t)
+			}
+		})
+	}
+}
+
+// TestCutMirrorRing: a mirror's own ring cut under it (and under a tail
+// of it). The mirror ends that session with one error naming the file
+// and starts a fresh ring at the next; tail reports it once and
+// reattaches to the fresh ring; serve and gen do not notice. Before the
+// fault guard, the mirror and tail died of SIGBUS.
+func TestCutMirrorRing(t *testing.T) {
+	for _, c := range cuts {
+		t.Run(c.name, func(t *testing.T) {
+			dir := shmDir(t)
+			src, dst, sock := filepath.Join(dir, "src"), filepath.Join(dir, "dst"), filepath.Join(dir, "sock")
+			gen := startChild(t, "gen", "gen", src, "--rate", "20000", "--capacity", "1024")
+			testenv.Until(t, 10*time.Second, "gen's ring", func() bool { return writeSeq(src) > 0 })
+			serve := startChild(t, "serve", "serve", src, "--bind", "127.0.0.1:0", "--unix", sock)
+			serve.waitLog(t, "msg=serving")
+			mirror := startChild(t, "mirror", "mirror", "unix:"+sock, dst, "--reconnect-ms", "50")
+			growing(t, dst)
+			tail := startChild(t, "tail", "tail", dst, "--quiet")
+			growing(t, dst)
+
+			cut(t, dst, c.frac)
+			mirror.oneError(t, dst)
+			tail.oneError(t, dst)
+			tail.waitLog(t, "reattached")
+			growing(t, dst) // the fresh ring
+			for _, p := range []*child{gen, serve, mirror, tail} {
+				p.alive(t)
+				p.noFault(t)
+			}
+			if strings.Contains(serve.logs(), "level=ERROR") {
+				t.Fatalf("serve logged an error for a mirror's ring:\n%s", serve.logs())
+			}
+			for _, p := range []*child{tail, mirror, serve, gen} {
+				p.stop(t)
+			}
+		})
+	}
+}
+
+// TestCutRingUnderRun: `ringfire run` serves two rings; one is cut. That
+// unit reports it once and waits for a valid ring; the other keeps
+// serving: its mirror (another process) stays connected, and a tail of
+// the mirror's copy sees no gap and loses nothing. Before the fault
+// guard, the whole process died of SIGBUS, and both mirrors lost their
+// source.
+func TestCutRingUnderRun(t *testing.T) {
+	for _, c := range cuts {
+		t.Run(c.name, func(t *testing.T) {
+			dir := shmDir(t)
+			p := func(name string) string { return filepath.Join(dir, name) }
+			genA := startChild(t, "gen a", "gen", p("a"), "--rate", "20000", "--capacity", "1024")
+			startChild(t, "gen b", "gen", p("b"), "--rate", "20000", "--capacity", "65536")
+			testenv.Until(t, 10*time.Second, "gen's rings", func() bool { return writeSeq(p("a")) > 0 && writeSeq(p("b")) > 0 })
+			cfg := p("run.toml")
+			writeFile(t, cfg, fmt.Sprintf(`[[serve]]
+ring = %q
+bind = "127.0.0.1:0"
+unix = %q
+
+[[serve]]
+ring = %q
+bind = "127.0.0.2:0"
+unix = %q
+`, p("a"), p("a.sock"), p("b"), p("b.sock")))
+			run := startChild(t, "run", "run", cfg)
+			testenv.Until(t, 20*time.Second, "both units serving", func() bool {
+				run.alive(t)
+				return strings.Count(run.logs(), "msg=serving") == 2
+			})
+			mirrorA := startChild(t, "mirror a", "mirror", "unix:"+p("a.sock"), p("a.copy"), "--reconnect-ms", "50")
+			mirrorB := startChild(t, "mirror b", "mirror", "unix:"+p("b.sock"), p("b.copy"), "--reconnect-ms", "50")
+			growing(t, p("a.copy"))
+			growing(t, p("b.copy"))
+			tailB := startChild(t, "tail b", "tail", p("b.copy"), "--quiet")
+			growing(t, p("b.copy"))
+
+			cut(t, p("a"), c.frac)
+			run.oneError(t, p("a"))
+			genA.exitedWithError(t)
+			growingBy(t, p("b.copy"), 20000) // b is still served, a second on
+			for _, x := range []*child{run, mirrorA, mirrorB, tailB} {
+				x.alive(t)
+				x.noFault(t)
+			}
+			if strings.Contains(mirrorB.logs(), "disconnected") {
+				t.Fatalf("the mirror of the ring not cut was disconnected:\n%s", mirrorB.logs())
+			}
+			tailB.stop(t)
+			wantContains(t, "tail of b's copy", tailB.logs(), "lapped 0, gaps 0, checksum errors 0, sequence errors 0")
+			for _, x := range []*child{mirrorA, mirrorB, run} {
+				x.stop(t)
+			}
+		})
+	}
+}
