@@ -136,6 +136,13 @@
 // mirror says it applied it all. A Mirror's Run, when its context ends,
 // returns after the step under way, everything applied published.
 //
+// A ring file cut under its mapping (truncated by another process) ends
+// what maps it, not the process: each goroutine that reads a ring defers
+// a guard (runtime/debug.SetPanicOnFault, recovered at its top;
+// server_ringlost.go, shm.Guard) that turns the fault into an error.
+// Serve then closes every connection and returns ErrRingTruncated; a
+// Mirror's session ends and its next one creates a fresh ring.
+//
 // # Telemetry and extensions
 //
 // A mirror that sets HelloTelemetry, answered with GeometryTelemetry,
@@ -182,6 +189,7 @@
 //	server_punch.go          punchLoop: PUNCH datagrams, unicast destinations
 //	server_refusal.go        RefusalKind: a refused peer's ERROR frame, counts, EventRefused per kind
 //	server_registry.go       sessions by token, destinations, waking the sessions
+//	server_ringlost.go       a ring cut under its mapping: ErrRingTruncated, the fault guards, lose
 //	server_sender.go         sender: datagram rounds, pacing, heartbeats, sendLoop
 //	server_seqindex.go       seqIndex: when each write_seq was first seen (the lag in time)
 //	server_session.go        session: one mirror's TCP session, its handshake

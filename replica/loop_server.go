@@ -45,7 +45,7 @@ type serverMember struct {
 func (s *Server) loopSend(ctx context.Context, sn *sender) {
 	l := s.cfg.Loop
 	m := &serverMember{s: s, sn: sn, seen: s.ring.WriteSeq(), done: make(chan struct{}),
-		watch: newRingWatch(s.ring, l.notify)}
+		watch: newRingWatch(s, l.notify)}
 	m.target = m.seen + 1
 	if s.punchesInLoop() {
 		m.peek = s.udp.(Peeker)
@@ -139,6 +139,7 @@ func (m *serverMember) sleep(max time.Duration) {
 // finds at most one sleeper to wake: the producer pays one FUTEX_WAKE per
 // sleep of the loop, not one per record).
 type ringWatch struct {
+	s      *Server // whose ring it watches: a fault on it loses the ring (guardRing)
 	ring   *shm.Ring
 	notify func()
 	// target and bound are stored by arm (the loop's goroutine) before
@@ -150,8 +151,8 @@ type ringWatch struct {
 	ended  chan struct{} // closed by run as it returns
 }
 
-func newRingWatch(r *shm.Ring, notify func()) *ringWatch {
-	return &ringWatch{ring: r, notify: notify, armed: make(chan struct{}, 1),
+func newRingWatch(s *Server, notify func()) *ringWatch {
+	return &ringWatch{s: s, ring: s.ring, notify: notify, armed: make(chan struct{}, 1),
 		quit: make(chan struct{}), ended: make(chan struct{})}
 }
 
@@ -170,6 +171,7 @@ var watchWait = shm.FutexWait(0)
 
 func (w *ringWatch) run() {
 	defer close(w.ended)
+	defer w.s.guardRing(guard()) // a cut ring ends its server, not the process
 	for {
 		select {
 		case <-w.armed:

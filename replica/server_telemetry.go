@@ -274,6 +274,7 @@ func (t *telemetry) snapshot(w uint64, now time.Time) []MirrorInfo {
 // and those that reported an identity and left within
 // ServerConfig.MirrorRetention (Connected false).
 func (s *Server) Mirrors() []MirrorInfo {
+	defer s.guardRing(guard()) // a scrape may come before the watcher saw a cut
 	return s.tele.snapshot(s.ring.WriteSeq(), time.Now())
 }
 

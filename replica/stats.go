@@ -159,6 +159,7 @@ type serverCounters struct {
 
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() ServerStats {
+	defer s.guardRing(guard()) // a scrape may come before the watcher saw a cut
 	s.mu.Lock()
 	n := len(s.sessions)
 	s.mu.Unlock()
