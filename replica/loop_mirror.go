@@ -60,18 +60,11 @@ func (mm *mirrorMember) turn(now time.Time) bool {
 	if mm.idle(now) {
 		return false
 	}
-	n := 0
-	for range loopSteps { // a full step may have left more queued
-		k, _, err := m.step(0)
-		n += k
-		if err != nil {
-			mm.err = err
-			mm.failed <- err
-			return false
-		}
-		if k < stepLimit {
-			break
-		}
+	n, err := mm.steps()
+	if err != nil {
+		mm.err = err
+		mm.failed <- err
+		return false
 	}
 	mm.next = now.Add(m.nextDue(mm.c, now)) // the step may have made a NAK due
 	if n > 0 {
@@ -83,6 +76,23 @@ func (mm *mirrorMember) turn(now time.Time) bool {
 		m.dirty = false
 	}
 	return false
+}
+
+// steps steps the connection until a step leaves nothing queued, at most
+// loopSteps times. A fault on the mirror's ring (its file cut under its
+// mapping; Loop.Run set the goroutine's fault guard) ends this member's
+// connection with the error, as on a thread of its own, and not the
+// Loop with every other member: its next session makes a fresh ring.
+func (mm *mirrorMember) steps() (n int, err error) {
+	defer mm.m.recoverRing(&err)
+	for range loopSteps { // a full step may have left more queued
+		k, _, err := mm.m.step(0)
+		n += k
+		if err != nil || k < stepLimit {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // idle reports whether a step now would find nothing: no TCP frame or

@@ -73,11 +73,24 @@ func (s *Server) loopSend(ctx context.Context, sn *sender) {
 	m.watch.stop()
 }
 
-func (m *serverMember) turn(now time.Time) bool {
+func (m *serverMember) turn(now time.Time) (busy bool) {
 	s := m.s
 	if m.closed {
 		return false
 	}
+	// A fault on the served ring (its file cut; Loop.Run set the fault
+	// guard) loses that ring, with sendMu released, and the loop goes on
+	// with its other members.
+	locked := false
+	defer func() {
+		if r := recover(); r != nil {
+			if locked {
+				s.sendMu.Unlock()
+			}
+			s.faulted(r)
+			busy = false
+		}
+	}()
 	if m.peek != nil && m.peek.Arrived() {
 		s.receivePunches(m.punches, 0)
 	}
@@ -86,7 +99,9 @@ func (m *serverMember) turn(now time.Time) bool {
 		return false
 	}
 	s.sendMu.Lock()
+	locked = true
 	if s.stop.halted.Load() || s.closed.Load() {
+		locked = false
 		s.sendMu.Unlock()
 		m.closed = true
 		close(m.done)
@@ -102,6 +117,7 @@ func (m *serverMember) turn(now time.Time) bool {
 		m.target = s.ring.WriteSeq() + 1
 	}
 	m.deadline = m.sn.deadline()
+	locked = false
 	s.sendMu.Unlock()
 	w := s.ring.WriteSeq()
 	if w != m.seen {

@@ -105,10 +105,33 @@ func (m *Mirror) guardRun(old bool, err *error) {
 	if fe == nil {
 		panic(r)
 	}
+	*err = m.dropRing(fe)
+	m.disconnect(fe)
+}
+
+// recoverRing, deferred by a Loop member's steps (Loop.Run set the
+// goroutine's fault guard), turns a fault on the mirror ring into the
+// error that ends this session, as guardRun does on a thread of the
+// mirror's own: Run returns it, and the next Run creates a fresh ring.
+func (m *Mirror) recoverRing(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	fe := shm.Fault(r)
+	if fe == nil {
+		panic(r)
+	}
+	*err = m.dropRing(fe)
+}
+
+// dropRing unmaps a mirror ring whose file was cut, without another
+// access (no publish: the mapping is cut), and returns the session's
+// error, wrapping fe (and so shm.ErrTruncated).
+func (m *Mirror) dropRing(fe error) error {
 	if m.ring != nil {
-		m.ring.w.Close() // no publish: the mapping is cut
+		m.ring.w.Close()
 		m.ring, m.seq = nil, nil
 	}
-	m.disconnect(fe)
-	*err = fmt.Errorf("mirror into %s: %w", m.cfg.Ring, fe)
+	return fmt.Errorf("mirror into %s: %w", m.cfg.Ring, fe)
 }

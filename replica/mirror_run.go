@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
+	"github.com/ringfire/ringfire/shm"
 )
 
 // Run keeps the mirror up to date until ctx is done: it connects (and
@@ -47,6 +48,9 @@ func (m *Mirror) Run(ctx context.Context) (err error) {
 		}
 		if err := m.round(ctx, m.c); err != nil {
 			m.disconnect(err)
+			if errors.Is(err, shm.ErrTruncated) { // a Loop member's ring was cut: as guardRun
+				return err
+			}
 			if m.cfg.Once || ctx.Err() != nil {
 				return ctxOr(ctx, err)
 			}
