@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,29 +28,9 @@ import (
 // startLimited starts this test binary as `ringfire args...` in ns, with
 // its RLIMIT_NOFILE (soft and hard) set to nofile; the test's own limit
 // is left alone. The test's end kills the process if it still runs.
-func startLimited(t *testing.T, ns *netns.NS, nofile uint64, args ...string) *runProc {
+func startLimited(t *testing.T, ns *netns.NS, nofile uint64, args ...string) *child {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	r := &runProc{cmd: exec.CommandContext(ctx, "nsenter", append([]string{"--net=/run/netns/" + ns.Name, exe}, args...)...),
-		done: make(chan struct{})}
-	r.cmd.Env = append(os.Environ(), "RINGFIRE_TEST_MAIN=1")
-	r.cmd.Stdout, r.cmd.Stderr = r, r
-	if err := r.cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	go func() { r.err = r.cmd.Wait(); cancel(); close(r.done) }()
-	t.Cleanup(func() {
-		r.cmd.Process.Kill()
-		<-r.done
-		if t.Failed() {
-			t.Logf("ringfire %s:\n%s", strings.Join(args, " "), r.logs())
-		}
-	})
+	r := startProc(t, "ringfire "+strings.Join(args, " "), ns, args...)
 	// nsenter execs the binary: the limit, set on the pid, holds across
 	// the exec, and a hard limit of nofile keeps Go's start-up from
 	// raising the soft one.

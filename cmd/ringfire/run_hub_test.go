@@ -51,7 +51,7 @@ udp = 7503
 	a := startRun(t, p.A, cfgA)
 	waitListening(t, p.A, p.AAddr.String()+":7400")
 	b := startRun(t, p.B, cfgB)
-	b.waitLog(t, 1, `msg="waiting for the ring to be created" unit=serve ring=hub`)
+	b.waitLogs(t, 1, `msg="waiting for the ring to be created" unit=serve ring=hub`)
 	r.push(t, "src", 100) // the hub's mirror creates its ring from the first records
 	waitListening(t, p.B, p.BAddr.String()+":7500")
 	waitMirrored(t, p.A, p.AAddr.String()+":9464", "leaf", 100)

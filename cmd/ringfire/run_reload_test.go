@@ -27,7 +27,7 @@ func TestRunReloadWaitsForTheWholeFile(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "ringfire.toml")
 	writeFile(t, cfg, half+rest)
 	r := startRun(t, p.A, cfg)
-	r.waitLog(t, 1, "msg=running")
+	r.waitLogs(t, 1, "msg=running")
 
 	f, err := os.OpenFile(cfg, os.O_WRONLY|os.O_TRUNC, 0)
 	if err != nil {
@@ -53,7 +53,7 @@ func TestRunReloadWaitsForTheWholeFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := time.Since(written)
-	r.waitLog(t, 1, "msg=reloaded")
+	r.waitLogs(t, 1, "msg=reloaded")
 	t.Logf("second half written %v after the first; reloaded %v after it", second.Round(time.Millisecond),
 		(time.Since(written) - second).Round(time.Millisecond))
 	wantContains(t, "the reload", r.logs(), "started=0 stopped=0 restarted=0 unchanged=2")

@@ -3,17 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -23,76 +19,12 @@ import (
 	"github.com/ringfire/ringfire/shm"
 )
 
-// runProc is a `ringfire run` process (this test binary, as the CLI) in a
-// namespace.
-type runProc struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	log  bytes.Buffer
-	done chan struct{}
-	err  error
-}
-
-func (r *runProc) Write(b []byte) (int, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.log.Write(b)
-}
-
-func (r *runProc) logs() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.log.String()
-}
-
-// startRun starts `ringfire run cfg` in ns; the test's end kills it if it
-// still runs.
-func startRun(t *testing.T, ns *netns.NS, cfg string) *runProc {
+// startRun starts `ringfire run cfg` in ns; stop wants msg=stopped.
+func startRun(t *testing.T, ns *netns.NS, cfg string) *child {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	// nsenter, not ip netns exec: that remounts /sys, hiding the bpffs
-	// pins the test shares with the process.
-	r := &runProc{cmd: exec.CommandContext(ctx, "nsenter", "--net=/run/netns/"+ns.Name, exe, "run", cfg), done: make(chan struct{})}
-	r.cmd.Env = append(os.Environ(), "RINGFIRE_TEST_MAIN=1")
-	r.cmd.Stdout, r.cmd.Stderr = r, r
-	if err := r.cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	go func() { r.err = r.cmd.Wait(); cancel(); close(r.done) }()
-	t.Cleanup(func() {
-		r.cmd.Process.Kill()
-		<-r.done
-		if t.Failed() {
-			t.Logf("ringfire run %s:\n%s", cfg, r.logs())
-		}
-	})
-	return r
-}
-
-// waitLog waits until the process has logged n lines containing s.
-func (r *runProc) waitLog(t *testing.T, n int, s string) {
-	t.Helper()
-	testenv.Until(t, 20*time.Second, fmt.Sprintf("%d log lines with %q", n, s), func() bool { return strings.Count(r.logs(), s) >= n })
-}
-
-// stop sends SIGTERM and waits for the process: it must exit 0.
-func (r *runProc) stop(t *testing.T) {
-	t.Helper()
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("ringfire run did not stop on SIGTERM:\n%s", r.logs())
-	}
-	if r.err != nil {
-		t.Fatalf("ringfire run exited with %v:\n%s", r.err, r.logs())
-	}
-	wantContains(t, "the log after SIGTERM", r.logs(), `msg=stopped`)
+	c := startProc(t, "ringfire run "+cfg, ns, "run", cfg)
+	c.stopped = "msg=stopped"
+	return c
 }
 
 // httpGet fetches path from the HTTP server at addr in ns.

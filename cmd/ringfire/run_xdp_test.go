@@ -127,7 +127,7 @@ func runManyRingsOverXDP(t *testing.T, loop string) {
 			}
 		}
 	}
-	for _, rp := range []*runProc{a, b} {
+	for _, rp := range []*child{a, b} {
 		if l := rp.logs(); strings.Contains(l, "falling back") || strings.Count(l, `msg="datagrams over AF_XDP"`) < 3 {
 			t.Fatalf("want AF_XDP for every ring and no fallback:\n%s", l)
 		}
@@ -145,12 +145,12 @@ func runManyRingsOverXDP(t *testing.T, loop string) {
 	writeFile(t, cfgA, servesFile(p, r, loop, "uni", "multi", "extra"))
 	a.cmd.Process.Signal(syscall.SIGHUP)
 	r.push(t, "multi", 1000)
-	a.waitLog(t, 1, "msg=reloaded")
+	a.waitLogs(t, 1, "msg=reloaded")
 	wantContains(t, "the source's reload", a.logs(), "started=1 stopped=1 restarted=0 unchanged=2")
-	b.waitLog(t, 1, `msg="disconnected from the source" unit=mirror ring=blob`)
+	b.waitLogs(t, 1, `msg="disconnected from the source" unit=mirror ring=blob`)
 	writeFile(t, cfgB, mirrorsFile(p, dstDir, loop, "uni", "multi", "extra"))
 	b.cmd.Process.Signal(syscall.SIGHUP)
-	b.waitLog(t, 1, "msg=reloaded")
+	b.waitLogs(t, 1, "msg=reloaded")
 	r.push(t, "extra", 500)
 	r.push(t, "uni", 1000)
 	r.push(t, "multi", 1000)
@@ -177,7 +177,7 @@ func runManyRingsOverXDP(t *testing.T, loop string) {
 	// twice now; uni and multi are not touched (one connection each).
 	writeFile(t, cfgA, strings.Replace(servesFile(p, r, loop, "uni", "multi", "extra"), "udp = 7433\n", "udp = 7433\ndup = 2\n", 1))
 	a.cmd.Process.Signal(syscall.SIGHUP)
-	a.waitLog(t, 2, "msg=reloaded")
+	a.waitLogs(t, 2, "msg=reloaded")
 	wantContains(t, "the source's second reload", a.logs(), "started=0 stopped=0 restarted=1 unchanged=2")
 	r.push(t, "extra", 500)
 	r.push(t, "uni", 100)
@@ -193,7 +193,7 @@ func runManyRingsOverXDP(t *testing.T, loop string) {
 	// A file that no longer parses changes nothing.
 	writeFile(t, cfgB, "[[mirror]\nring = \n")
 	b.cmd.Process.Signal(syscall.SIGHUP)
-	b.waitLog(t, 1, `msg="reload refused, the running set is kept"`)
+	b.waitLogs(t, 1, `msg="reload refused, the running set is kept"`)
 	wantContains(t, "the refused reload", b.logs(), "b.toml:1:")
 	r.push(t, "uni", 100)
 	waitMirrored(t, p.B, metB, "uni", 7200)

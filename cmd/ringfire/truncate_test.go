@@ -2,14 +2,10 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,121 +17,6 @@ import (
 // a child process (this test binary as the CLI), so that a SIGBUS would
 // show as what it is, a process dying of "fatal error: fault" with exit
 // status 2, and not as a failed assertion in the test's own process.
-
-// child is a ringfire command running as a child process.
-type child struct {
-	name string
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  bytes.Buffer // stdout and stderr
-	done chan struct{}
-	err  error
-}
-
-func (c *child) Write(b []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.Write(b)
-}
-
-func (c *child) logs() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.String()
-}
-
-// startChild runs `ringfire args...`; the test's end kills it if it still
-// runs, and logs its output if the test failed.
-func startChild(t *testing.T, name string, args ...string) *child {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &child{name: name, cmd: exec.Command(exe, args...), done: make(chan struct{})}
-	c.cmd.Env = append(os.Environ(), "RINGFIRE_TEST_MAIN=1")
-	c.cmd.Stdout, c.cmd.Stderr = c, c
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { c.err = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() {
-		c.cmd.Process.Kill()
-		<-c.done
-		if t.Failed() {
-			t.Logf("ringfire %s:\n%s", strings.Join(args, " "), c.logs())
-		}
-	})
-	return c
-}
-
-// waitLog waits until the child's output holds s, failing if it exits
-// first.
-func (c *child) waitLog(t *testing.T, s string) {
-	t.Helper()
-	testenv.Until(t, 20*time.Second, fmt.Sprintf("%s to print %q", c.name, s), func() bool {
-		if strings.Contains(c.logs(), s) {
-			return true
-		}
-		select {
-		case <-c.done:
-			t.Fatalf("%s exited (%v) before printing %q:\n%s", c.name, c.err, s, c.logs())
-		default:
-		}
-		return false
-	})
-}
-
-// alive fails t if the child has exited.
-func (c *child) alive(t *testing.T) {
-	t.Helper()
-	select {
-	case <-c.done:
-		t.Fatalf("%s exited: %v\n%s", c.name, c.err, c.logs())
-	default:
-	}
-}
-
-// noFault fails t if the child's output shows a Go runtime crash.
-func (c *child) noFault(t *testing.T) {
-	t.Helper()
-	for _, crash := range []string{"fatal error", "unexpected fault address", "SIGBUS", "SIGSEGV", "goroutine 1 ["} {
-		if strings.Contains(c.logs(), crash) {
-			t.Fatalf("%s crashed (%q):\n%s", c.name, crash, c.logs())
-		}
-	}
-}
-
-// stop sends SIGTERM and waits: the child must exit 0, not die.
-func (c *child) stop(t *testing.T) {
-	t.Helper()
-	c.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-c.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s did not stop on SIGTERM:\n%s", c.name, c.logs())
-	}
-	c.noFault(t)
-	if c.err != nil {
-		t.Fatalf("%s exited with %v:\n%s", c.name, c.err, c.logs())
-	}
-}
-
-// exitedWithError waits for the child to exit on its own, with status 1
-// (an error it reported), not 2 (a Go runtime crash) nor a signal.
-func (c *child) exitedWithError(t *testing.T) {
-	t.Helper()
-	select {
-	case <-c.done:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("%s still runs:\n%s", c.name, c.logs())
-	}
-	c.noFault(t)
-	var ee *exec.ExitError
-	if !errors.As(c.err, &ee) || ee.ExitCode() != 1 {
-		t.Fatalf("%s exited with %v, want status 1:\n%s", c.name, c.err, c.logs())
-	}
-}
 
 // errorLines counts the lines of the child's output that report the cut
 // of path as an error.
@@ -160,6 +41,19 @@ func (c *child) oneError(t *testing.T, path string) {
 	if n := c.errorLines(path); n != 1 {
 		t.Fatalf("%s reported the cut of %s in %d error lines, want 1:\n%s", c.name, path, n, c.logs())
 	}
+}
+
+// attached waits until the child has mapped the ring at path: a cut
+// before that would find a tail still opening the file, or one that
+// opened the fresh ring after it.
+func attached(t *testing.T, path string, c *child) {
+	t.Helper()
+	maps := fmt.Sprintf("/proc/%d/maps", c.cmd.Process.Pid)
+	testenv.Until(t, 20*time.Second, c.name+" to map "+path, func() bool {
+		c.alive(t)
+		b, err := os.ReadFile(maps)
+		return err == nil && bytes.Contains(b, []byte(" "+path+"\n"))
+	})
 }
 
 // shmDir is a fresh directory in /dev/shm, where rings live.
@@ -234,6 +128,7 @@ func TestCutSourceRing(t *testing.T) {
 			serve.waitLog(t, "msg=serving")
 			mirror := startChild(t, "mirror", "mirror", "unix:"+sock, dst, "--from", "oldest", "--reconnect-ms", "50")
 			tail := startChild(t, "tail", "tail", src, "--quiet")
+			attached(t, src, tail)
 			growing(t, dst)
 			growing(t, src) // and tail reads it
 
@@ -278,6 +173,7 @@ func TestCutMirrorRing(t *testing.T) {
 			mirror := startChild(t, "mirror", "mirror", "unix:"+sock, dst, "--reconnect-ms", "50")
 			growing(t, dst)
 			tail := startChild(t, "tail", "tail", dst, "--quiet")
+			attached(t, dst, tail)
 			growing(t, dst)
 
 			cut(t, dst, c.frac)
