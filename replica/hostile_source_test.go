@@ -35,9 +35,17 @@ func hsDrain(c net.Conn) {
 // hsHeartbeats sends HEARTBEAT last every 100 ms until the mirror closes
 // c or 10 s pass: a source that is alive but sends nothing new.
 func hsHeartbeats(c net.Conn, last uint64) {
-	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+	tick := time.NewTicker(100 * time.Millisecond) // a source's pace, not a synchronisation
+	defer tick.Stop()
+	end := time.After(10 * time.Second)
+	for {
 		c.SetWriteDeadline(time.Now().Add(time.Second))
 		if _, err := c.Write(wire.AppendEmpty(nil, wire.KindHeartbeat, 0, last)); err != nil {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-end:
 			return
 		}
 	}

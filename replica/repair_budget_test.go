@@ -191,18 +191,19 @@ func TestRepairBudgetAgainstNakLoops(t *testing.T) {
 	var produced sync.WaitGroup
 	var pushErr error
 	produced.Go(func() {
+		tick := time.NewTicker(time.Millisecond) // the producer's pace: 50 records a millisecond
+		defer tick.Stop()
 		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
 			for range 50 {
 				if pushErr = src.publish(src.w.Next()); pushErr != nil {
 					return
 				}
 			}
-			time.Sleep(time.Millisecond)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
 		}
 	})
 	waitDatagrams(t, mr)

@@ -134,9 +134,10 @@ func TestRepairBudgetLeavesNakForRepeat(t *testing.T) {
 	mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{Unicast: true}, faults)
 	mr.connected()
 	waitDatagrams(t, mr)
-	for range 600 {
+	for range 600 { // one datagram for each push: the sender has sent it before the next
 		src.push(40)
-		time.Sleep(100 * time.Microsecond) // one datagram for each push
+		last := src.w.Next() - 1
+		testenv.Until(t, 5*time.Second, "the push sent", func() bool { return srv.Stats().LastSent >= last })
 	}
 	st := mr.waitFor(src.w.Next()-1, 20*time.Second)
 	rep := srv.Stats().Repair
