@@ -195,22 +195,36 @@ func TestCutMirrorRing(t *testing.T) {
 	}
 }
 
-// TestCutRingUnderRun: `ringfire run` serves two rings; one is cut. That
-// unit reports it once and waits for a valid ring; the other keeps
-// serving: its mirror (another process) stays connected, and a tail of
-// the mirror's copy sees no gap and loses nothing. Before the fault
-// guard, the whole process died of SIGBUS, and both mirrors lost their
-// source.
+// TestCutRingUnderRun: `ringfire run` serves two rings and mirrors a
+// third source, each unit on a thread of its own or all on one
+// replica.Loop (the loop key). The served ring a is cut, then the mirror
+// unit's own ring: each is that unit's error alone (one line naming the
+// file) and the other units go on: the served ring b's mirror (another
+// process) stays connected, and a tail of its copy loses nothing. Before
+// the fault guards the first cut killed the process (SIGBUS); before the
+// guards of a Loop's ring watcher and members, either cut ended the loop
+// with every unit on it.
 func TestCutRingUnderRun(t *testing.T) {
-	for _, c := range cuts {
-		t.Run(c.name, func(t *testing.T) {
-			dir := shmDir(t)
-			p := func(name string) string { return filepath.Join(dir, name) }
-			genA := startChild(t, "gen a", "gen", p("a"), "--rate", "20000", "--capacity", "1024")
-			startChild(t, "gen b", "gen", p("b"), "--rate", "20000", "--capacity", "65536")
-			testenv.Until(t, 10*time.Second, "gen's rings", func() bool { return writeSeq(p("a")) > 0 && writeSeq(p("b")) > 0 })
-			cfg := p("run.toml")
-			writeFile(t, cfg, fmt.Sprintf(`[[serve]]
+	for _, layout := range []struct{ name, key string }{{"threads", ""}, {"loop", "loop = \"yield\"\n\n"}} {
+		for _, c := range cuts {
+			t.Run(layout.name+"/"+c.name, func(t *testing.T) { cutUnderRun(t, layout.key, c.frac) })
+		}
+	}
+}
+
+func cutUnderRun(t *testing.T, key string, frac float64) {
+	dir := shmDir(t)
+	p := func(name string) string { return filepath.Join(dir, name) }
+	genA := startChild(t, "gen a", "gen", p("a"), "--rate", "20000", "--capacity", "1024")
+	startChild(t, "gen b", "gen", p("b"), "--rate", "20000", "--capacity", "65536")
+	startChild(t, "gen c", "gen", p("c"), "--rate", "20000", "--capacity", "1024")
+	testenv.Until(t, 10*time.Second, "gen's rings", func() bool {
+		return writeSeq(p("a")) > 0 && writeSeq(p("b")) > 0 && writeSeq(p("c")) > 0
+	})
+	serveC := startChild(t, "serve c", "serve", p("c"), "--bind", "127.0.0.3:0", "--unix", p("c.sock"))
+	serveC.waitLog(t, "msg=serving")
+	cfg := p("run.toml")
+	writeFile(t, cfg, key+fmt.Sprintf(`[[serve]]
 ring = %q
 bind = "127.0.0.1:0"
 unix = %q
@@ -219,35 +233,42 @@ unix = %q
 ring = %q
 bind = "127.0.0.2:0"
 unix = %q
-`, p("a"), p("a.sock"), p("b"), p("b.sock")))
-			run := startChild(t, "run", "run", cfg)
-			testenv.Until(t, 20*time.Second, "both units serving", func() bool {
-				run.alive(t)
-				return strings.Count(run.logs(), "msg=serving") == 2
-			})
-			mirrorA := startChild(t, "mirror a", "mirror", "unix:"+p("a.sock"), p("a.copy"), "--reconnect-ms", "50")
-			mirrorB := startChild(t, "mirror b", "mirror", "unix:"+p("b.sock"), p("b.copy"), "--reconnect-ms", "50")
-			growing(t, p("a.copy"))
-			growing(t, p("b.copy"))
-			tailB := startChild(t, "tail b", "tail", p("b.copy"), "--quiet")
-			growing(t, p("b.copy"))
 
-			cut(t, p("a"), c.frac)
-			run.oneError(t, p("a"))
-			genA.exitedWithError(t)
-			growingBy(t, p("b.copy"), 20000) // b is still served, a second on
-			for _, x := range []*child{run, mirrorA, mirrorB, tailB} {
-				x.alive(t)
-				x.noFault(t)
-			}
-			if strings.Contains(mirrorB.logs(), "disconnected") {
-				t.Fatalf("the mirror of the ring not cut was disconnected:\n%s", mirrorB.logs())
-			}
-			tailB.stop(t)
-			wantContains(t, "tail of b's copy", tailB.logs(), "lapped 0, gaps 0, checksum errors 0, sequence errors 0")
-			for _, x := range []*child{mirrorA, mirrorB, run} {
-				x.stop(t)
-			}
-		})
+[[mirror]]
+source = %q
+ring = %q
+reconnect-ms = 50
+`, p("a"), p("a.sock"), p("b"), p("b.sock"), "unix:"+p("c.sock"), p("c.copy")))
+	run := startChild(t, "run", "run", cfg)
+	testenv.Until(t, 20*time.Second, "both serves", func() bool {
+		run.alive(t)
+		return strings.Count(run.logs(), "msg=serving") == 2
+	})
+	growing(t, p("c.copy"))
+	mirrorB := startChild(t, "mirror b", "mirror", "unix:"+p("b.sock"), p("b.copy"), "--reconnect-ms", "50")
+	growing(t, p("b.copy"))
+	tailB := startChild(t, "tail b", "tail", p("b.copy"), "--quiet")
+	growing(t, p("b.copy"))
+
+	cut(t, p("a"), frac)
+	run.oneError(t, p("a"))
+	genA.exitedWithError(t)
+	growingBy(t, p("b.copy"), 20000) // b is still served, a second on
+
+	cut(t, p("c.copy"), frac)
+	run.oneError(t, p("c.copy"))
+	growing(t, p("c.copy")) // the mirror unit's fresh ring
+	growingBy(t, p("b.copy"), 20000)
+	for _, x := range []*child{run, mirrorB, tailB, serveC} {
+		x.alive(t)
+		x.noFault(t)
+	}
+	if strings.Contains(mirrorB.logs(), "disconnected") {
+		t.Fatalf("the mirror of the ring not cut was disconnected:\n%s", mirrorB.logs())
+	}
+	tailB.stop(t)
+	wantContains(t, "tail of b's copy", tailB.logs(), "lapped 0, gaps 0, checksum errors 0, sequence errors 0")
+	for _, x := range []*child{mirrorB, run, serveC} {
+		x.stop(t)
 	}
 }
