@@ -3,6 +3,7 @@ package replica
 import (
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/ringfire/ringfire/shm"
 )
@@ -107,6 +108,7 @@ func (m *Mirror) guardRun(old bool, err *error) {
 	}
 	*err = m.dropRing(fe)
 	m.disconnect(fe)
+	m.publishStats(time.Now()) // Run's own deferred publish ran before the cut was counted
 }
 
 // recoverRing, deferred by a Loop member's steps (Loop.Run set the
@@ -126,9 +128,10 @@ func (m *Mirror) recoverRing(err *error) {
 }
 
 // dropRing unmaps a mirror ring whose file was cut, without another
-// access (no publish: the mapping is cut), and returns the session's
-// error, wrapping fe (and so shm.ErrTruncated).
+// access (no publish: the mapping is cut), counts the cut, and returns
+// the session's error, wrapping fe (and so shm.ErrTruncated).
 func (m *Mirror) dropRing(fe error) error {
+	m.stats.RingCuts++
 	if m.ring != nil {
 		m.ring.w.Close()
 		m.ring, m.seq = nil, nil

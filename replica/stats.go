@@ -42,6 +42,10 @@ type MirrorStats struct {
 	// layout, a GAP past what it announced left unbacked); SourceSilent
 	// those ended because it sent nothing for MirrorConfig.SourceTimeout.
 	SourceErrors, SourceSilent uint64
+	// RingCuts counts sessions ended because the mirror ring's file was
+	// cut under its mapping by another process (the next session starts
+	// a fresh ring at the path).
+	RingCuts uint64
 
 	Held      int    // datagrams held ahead of a hole now
 	Next      uint64 // next sequence the mirror will write

@@ -115,6 +115,9 @@ func TestMirrorRingCut(t *testing.T) {
 				break
 			}
 			wantCut(t, *errp, path)
+			if got := m.Stats().RingCuts; got != 1 {
+				t.Fatalf("RingCuts %d after the cut, want 1", got)
+			}
 			resets := m.Stats().Resets
 			done, errp = run()
 			next := src.w.Next()

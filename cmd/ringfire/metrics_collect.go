@@ -22,6 +22,9 @@ type collector struct {
 	serveInfo, localInfo *prometheus.Desc
 	// refusals counts a served ring's refused connections by kind.
 	refusals *prometheus.Desc
+	// cuts counts a served ring's files cut under their mapping: it
+	// outlives each server, so it is there while serve waits for a ring.
+	cuts *prometheus.Desc
 }
 
 // ringMetric is one series per ring, read from S, a unit's counters.
@@ -130,6 +133,8 @@ func newCollector(set *unitSet) *collector {
 	c.refusals = prometheus.NewDesc("ringfire_serve_refusals_total",
 		"Connections refused, or dropped before they were live, for a limit, by kind (max_conns, max_conns_per_addr, max_pending_per_addr, evicted, handshake_timeout, socket).",
 		[]string{"ring", "kind"}, nil)
+	c.cuts = prometheus.NewDesc("ringfire_serve_ring_cuts_total",
+		"Served ring files cut under their mapping (truncated by another process); serve then waits for a valid ring at the path.", ringLabels, nil)
 	c.info = prometheus.NewDesc("ringfire_mirror_info", "A mirror's transport (value 1).", append(mirrorLabels, "transport"), nil)
 	return c
 }
@@ -149,6 +154,7 @@ func (c *collector) addLocal() {
 	loc("gap_records_total", "Records lost (GAP).", k, func(s replica.MirrorStats) float64 { return float64(s.Gaps) })
 	loc("source_errors_total", "Connections ended for a protocol error of the source (malformed frame, non-canonical GEOMETRY, unbacked GAP).", k, func(s replica.MirrorStats) float64 { return float64(s.SourceErrors) })
 	loc("source_silent_total", "Connections ended because the source sent nothing for --source-timeout.", k, func(s replica.MirrorStats) float64 { return float64(s.SourceSilent) })
+	loc("ring_cuts_total", "Sessions ended because the mirror ring's file was cut under its mapping; the next starts a fresh ring.", k, func(s replica.MirrorStats) float64 { return float64(s.RingCuts) })
 	loc("dropped_total", "Datagrams dropped: malformed, other session, foreign, far ahead, bad tag, replayed.", k, func(s replica.MirrorStats) float64 {
 		return float64(s.Malformed + s.OtherSession + s.Foreign + s.FarAhead + s.BadAuth + s.Replayed)
 	})
@@ -167,6 +173,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- c.info
 	ch <- c.refusals
+	ch <- c.cuts
 	ch <- c.serveInfo
 	ch <- c.localInfo
 }
@@ -176,6 +183,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	serves, mirrors := c.set.snapshot()
 	for _, u := range serves {
+		ch <- prometheus.MustNewConstMetric(c.cuts, prometheus.CounterValue, float64(u.cuts.Load()), u.name)
 		if s := u.live.p.Load(); s != nil {
 			c.collectServer(ch, u.name, s)
 		}

@@ -212,6 +212,15 @@ func TestCutRingUnderRun(t *testing.T) {
 	}
 }
 
+// metricsAt is the address of the child's metrics endpoint, from its log.
+func metricsAt(t *testing.T, c *child) string {
+	t.Helper()
+	c.waitLog(t, "msg=metrics addr=")
+	_, after, _ := strings.Cut(c.logs(), "msg=metrics addr=")
+	addr, _, _ := strings.Cut(after, " ")
+	return addr
+}
+
 func cutUnderRun(t *testing.T, key string, frac float64) {
 	dir := shmDir(t)
 	p := func(name string) string { return filepath.Join(dir, name) }
@@ -224,7 +233,7 @@ func cutUnderRun(t *testing.T, key string, frac float64) {
 	serveC := startChild(t, "serve c", "serve", p("c"), "--bind", "127.0.0.3:0", "--unix", p("c.sock"))
 	serveC.waitLog(t, "msg=serving")
 	cfg := p("run.toml")
-	writeFile(t, cfg, key+fmt.Sprintf(`[[serve]]
+	writeFile(t, cfg, "metrics = \"127.0.0.1:0\"\n"+key+fmt.Sprintf(`[[serve]]
 ring = %q
 bind = "127.0.0.1:0"
 unix = %q
@@ -259,6 +268,16 @@ reconnect-ms = 50
 	run.oneError(t, p("c.copy"))
 	growing(t, p("c.copy")) // the mirror unit's fresh ring
 	growingBy(t, p("b.copy"), 20000)
+	m := scrape(t, "http://"+metricsAt(t, run)+"/metrics")
+	for series, want := range map[string]float64{
+		`ringfire_serve_ring_cuts_total{ring="a"}`:             1,
+		`ringfire_serve_ring_cuts_total{ring="b"}`:             0,
+		`ringfire_local_mirror_ring_cuts_total{ring="c.copy"}`: 1,
+	} {
+		if got, ok := m[series]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", series, got, ok, want)
+		}
+	}
 	for _, x := range []*child{run, mirrorB, tailB, serveC} {
 		x.alive(t)
 		x.noFault(t)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringfire/ringfire/replica"
@@ -23,6 +24,9 @@ type serveUnit struct {
 	// await makes run wait for a ring that does not exist yet (a hub's
 	// mirror in the same process creates it once it reached its source).
 	await bool
+	// cuts counts the served rings whose file was cut under their
+	// mapping (each ended a server; Server's own counters start again).
+	cuts atomic.Uint64
 }
 
 // unit validates the flags and returns the unit serving path.
@@ -69,6 +73,7 @@ func (u *serveUnit) run(ctx context.Context, started func(context.Context, *repl
 		}
 		cut = errors.Is(err, replica.ErrRingTruncated)
 		if cut {
+			u.cuts.Add(1)
 			// The file was cut under us: one error naming it, then wait
 			// for a valid ring at the path (a restarted producer).
 			u.log.Error("ring file cut under its mapping: waiting for a valid ring at the path", "ring", u.path, "err", err)
