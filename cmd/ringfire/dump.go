@@ -18,7 +18,8 @@ of a sparse ring are reported as such. For a blob ring the slot's blob
 descriptor is shown too; the arena bytes are not dumped. Nothing is written
 to the ring and no reader is registered.`
 
-func runDump(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runDump(_ context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	defer shm.Recover(shm.Guard(), &err) // the ring cut under us: an error naming it, not SIGBUS
 	fs := newFlagSet("dump", "PATH [--tail N] [--hex]", dumpHelp, stderr)
 	tail := fs.Uint64("tail", 10, "`records` to print, the newest ones (at least 1)")
 	asHex := fs.Bool("hex", false, "print payloads as a hex dump")

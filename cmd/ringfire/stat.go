@@ -52,7 +52,8 @@ type readerReport struct {
 	Lag    uint64 `json:"lag"`
 }
 
-func runStat(_ context.Context, args []string, stdout, stderr io.Writer) error {
+func runStat(_ context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	defer shm.Recover(shm.Guard(), &err) // the ring cut under us: an error naming it, not SIGBUS
 	fs := newFlagSet("stat", "PATH [--json]", statHelp, stderr)
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	path, err := parsePath(fs, args)

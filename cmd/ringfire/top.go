@@ -15,9 +15,12 @@ time, write_seq, the records published during the interval as msg/s, the
 payload bytes they carry as MB/s (slot payload bytes times msg/s; for a blob
 ring only the fixed slot payloads are counted, not the arena bytes), and the
 lag of the slowest live registered reader ("-" when there is none). It runs
-for --iterations intervals, or until interrupted when that is 0.`
+for --iterations intervals, or until interrupted when that is 0. A ring file
+cut under it (truncated by another process) ends it with an error naming
+the file.`
 
-func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runTop(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	defer shm.Recover(shm.Guard(), &err) // the ring cut under us: an error naming it, not SIGBUS
 	fs := newFlagSet("top", "PATH [--interval-ms N] [--iterations N]", topHelp, stderr)
 	intervalMS := fs.Uint64("interval-ms", 1000, "`milliseconds` between lines (at least 1)")
 	iterations := fs.Uint64("iterations", 0, "lines to print; 0 runs until interrupted")
@@ -59,6 +62,11 @@ func topLoop(ctx context.Context, w io.Writer, r *shm.Ring, interval time.Durati
 		case <-ctx.Done():
 			return nil
 		case <-ticker.C:
+		}
+		// A cut that spares the header would leave top printing a
+		// frozen ring: the file's size is checked each line.
+		if err := r.Shrunk(); err != nil {
+			return err
 		}
 		seq, now := r.WriteSeq(), time.Now()
 		var delta uint64

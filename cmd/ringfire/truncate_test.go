@@ -291,3 +291,24 @@ reconnect-ms = 50
 		x.stop(t)
 	}
 }
+
+// TestCutUnderTop: top, which maps a ring for as long as it runs, ends
+// with an error naming the file when the ring is cut, as gen does,
+// instead of dying of SIGBUS (to zero) or printing a frozen write_seq
+// (to half: the header survives). stat and dump read the ring the same way,
+// under the same guard, for the moment they map it.
+func TestCutUnderTop(t *testing.T) {
+	for _, c := range cuts {
+		t.Run(c.name, func(t *testing.T) {
+			src := filepath.Join(shmDir(t), "src")
+			startChild(t, "gen", "gen", src, "--rate", "20000", "--capacity", "1024")
+			testenv.Until(t, 10*time.Second, "gen's ring", func() bool { return writeSeq(src) > 0 })
+			top := startChild(t, "top", "top", src, "--interval-ms", "1")
+			attached(t, src, top)
+			top.waitLogs(t, 3, "\n")
+			cut(t, src, c.frac)
+			top.exitedWithError(t)
+			wantContains(t, "top's output", top.logs(), src+" was cut")
+		})
+	}
+}
