@@ -84,3 +84,46 @@ func TestHubHandoff(t *testing.T) {
 		wantAll(t, leaf.m.Stats(), n+1, transportLabel(mode))
 	})
 }
+
+// TestHandoffDuringClose: a hub's mirror calls Handoff on its own thread
+// while the server closes. Close waits for a round under way before it
+// closes the transport and unmaps the ring, and a later Handoff does
+// nothing. Without that wait a round read the unmapped ring (the process
+// died of a fault) or sent on a closed transport (the race detector).
+func TestHandoffDuringClose(t *testing.T) {
+	_, src := pairSource(t, 1<<12)
+	scfg, _ := dirConfigs("multicast", 0)
+	for i := range 20 {
+		srv := src.serve(scfg)
+		stop := make(chan struct{})
+		done := make(chan int)
+		go func() {
+			n := 0
+			for ; n < 5_000_000; n++ {
+				select {
+				case <-stop:
+					done <- n
+					return
+				default:
+				}
+				srv.Handoff(0)
+			}
+			done <- n
+		}()
+		waitUntil(t, 10*time.Second, "a hand-off round", func() bool {
+			src.push(10)
+			return srv.Stats().Handoffs > 0
+		})
+		src.push(100)
+		src.close() // Close, while Handoff runs
+		after := srv.Stats().Handoffs
+		src.push(100)
+		close(stop)
+		if n := <-done; n == 0 {
+			t.Fatalf("round %d: no Handoff ran", i)
+		}
+		if got := srv.Stats().Handoffs; got != after {
+			t.Fatalf("round %d: %d hand-off rounds ran after Close", i, got-after)
+		}
+	}
+}

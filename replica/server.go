@@ -88,6 +88,12 @@ type Server struct {
 	// sender is the sender's state, stored once by sendLoop before its
 	// first round; Handoff loads it (nil: not serving yet).
 	sender atomic.Pointer[sender]
+	// handing counts the Handoff calls under way: each Adds 1 before it
+	// loads closed and -1 as it returns. Close stores closed, then waits
+	// for 0 before it closes what a round uses (the transport, the ring's
+	// mapping). Both sides are sequentially consistent: a Handoff either
+	// sees closed or is counted.
+	handing atomic.Int32
 	// loopMember is the sender's member of ServerConfig.Loop: stored under
 	// mu by loopSend (which adds it to the loop under mu, unless closed),
 	// loaded under mu by Close, which removes it before closing the
@@ -410,6 +416,7 @@ func (s *Server) Close() error {
 	if already {
 		return nil
 	}
+	s.awaitHandoffs()
 	if lm != nil {
 		// The Loop's thread must be done with the transport and the ring
 		// before they close under it.

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +28,8 @@ import (
 // sleeps), sees the new records. It never blocks, never allocates, and
 // does nothing before Serve has started or after Close.
 func (s *Server) Handoff(uint64) {
+	s.handing.Add(1)
+	defer s.handing.Add(-1)
 	sn := s.sender.Load()
 	if sn == nil || s.closed.Load() {
 		return
@@ -48,6 +51,20 @@ func (s *Server) Handoff(uint64) {
 	}
 	s.wakeSessions()
 	s.wakeTelemetry()
+}
+
+// awaitHandoffs waits, in Close after closed is stored, until no Handoff
+// is under way: a round there uses the transport and the ring's mapping,
+// which Close is about to close. A round sends one batch at most, so the
+// wait is a round's length; Close is rare, so it yields, then naps.
+func (s *Server) awaitHandoffs() {
+	for i := 0; s.handing.Load() != 0; i++ {
+		if i < 100 {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
 }
 
 // handSlack is how much sooner a Handoff's round must make the sender's
