@@ -174,6 +174,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err := cfg.Pin.check(); err != nil {
 		return nil, err
 	}
+	if err := checkRepair(&cfg); err != nil {
+		return nil, err
+	}
 	ring, err := shm.Open(cfg.Ring, shm.OpenOptions{Notify: true})
 	if err != nil {
 		return nil, err
@@ -181,6 +184,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s := &Server{cfg: cfg, ring: ring, mtu: cfg.MTU, sessions: map[uint32]*session{}, teleWake: make(chan struct{}, 1),
 		lost: make(chan struct{})}
 	s.stop.begun = make(chan struct{})
+	s.st.repair.init(&cfg, ring.Layout())
 	s.sess = newIncarnation(cfg.Encrypt)
 	s.session = byte(s.sess.ID) // datagrams carry its low byte
 	if cfg.Key != nil {

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"sync"
 	"sync/atomic"
@@ -51,10 +52,10 @@ const (
 // repairQueue; what was sent before it is flushed.
 var errRepairLater = errors.New("replica: repair budget spent: later")
 
-// repairBudget is a server's repair budget and its counters. Its zero
-// value is ready: setup configures it from the server on first use.
+// repairBudget is a server's repair budget and its counters, configured
+// by NewServer (init) before any goroutine uses it; then read-only but
+// for the buckets (under mu) and the counters.
 type repairBudget struct {
-	once      sync.Once
 	total     *rate.Limiter // nil: no total limit
 	addrRate  rate.Limit    // 0: no per-address limit
 	addrBurst int
@@ -78,17 +79,33 @@ type addrBucket struct {
 	refs int // pacers holding it (under repairBudget.mu)
 }
 
-// setup reads the budget from s's configuration and ring, once.
-func (b *repairBudget) setup(s *Server) {
-	b.once.Do(func() {
-		whole := catchUpBytes(s.ring.Layout())
-		b.frameMax = tcpFrameMax + wire.HeaderSize
-		if r, burst := budgetOf(s.cfg.RepairRate, DefaultRepairRate, s.cfg.RepairBurst, whole, b.frameMax); r > 0 {
-			b.total = rate.NewLimiter(r, burst)
+// ErrConfig: a ServerConfig field holds a value it cannot take; the
+// error names the field.
+var ErrConfig = errors.New("replica: invalid configuration")
+
+// checkRepair checks the budget's fields of cfg (NewServer): a burst is
+// 0 (one full catch-up) or a count of bytes, never negative.
+func checkRepair(cfg *ServerConfig) error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{{"RepairBurst", cfg.RepairBurst}, {"RepairAddrBurst", cfg.RepairAddrBurst}} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: %s %d: want 0 (one full catch-up of the ring) or a count of bytes", ErrConfig, f.name, f.v)
 		}
-		b.addrRate, b.addrBurst = budgetOf(s.cfg.RepairAddrRate, DefaultRepairAddrRate, s.cfg.RepairAddrBurst, whole, b.frameMax)
-		b.addrs, b.sweepAt = map[netip.Addr]*addrBucket{}, 64
-	})
+	}
+	return nil
+}
+
+// init configures the budget from cfg, for a ring of layout l (NewServer).
+func (b *repairBudget) init(cfg *ServerConfig, l shm.Layout) {
+	whole := catchUpBytes(l)
+	b.frameMax = tcpFrameMax + wire.HeaderSize
+	if r, burst := budgetOf(cfg.RepairRate, DefaultRepairRate, cfg.RepairBurst, whole, b.frameMax); r > 0 {
+		b.total = rate.NewLimiter(r, burst)
+	}
+	b.addrRate, b.addrBurst = budgetOf(cfg.RepairAddrRate, DefaultRepairAddrRate, cfg.RepairAddrBurst, whole, b.frameMax)
+	b.addrs, b.sweepAt = map[netip.Addr]*addrBucket{}, 64
 }
 
 // budgetOf resolves a configured rate and burst: rate 0 is def, negative
@@ -142,7 +159,6 @@ type pacer struct {
 // goroutine (cut short when its session or the server ends). Release it.
 func (s *Server) repairPacer(peer netip.Addr, history bool, wait func(time.Duration)) *pacer {
 	b := &s.st.repair
-	b.setup(s)
 	if !peer.IsValid() || b.total == nil && b.addrRate == 0 {
 		return nil
 	}
@@ -286,8 +302,7 @@ func (p *pacer) endNak() {
 }
 
 // stats returns the budget's counters and settings.
-func (b *repairBudget) stats(s *Server) RepairStats {
-	b.setup(s)
+func (b *repairBudget) stats() RepairStats {
 	b.mu.Lock()
 	n := len(b.addrs)
 	b.mu.Unlock()

@@ -1,11 +1,16 @@
 package replica
 
 import (
+	"errors"
 	"net/netip"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/ringfire/ringfire/shm"
 )
 
 // A peer's bucket is its address's; an IPv6 peer's, its /64's.
@@ -79,5 +84,40 @@ func TestBudgetOf(t *testing.T) {
 		if r, burst := budgetOf(c.r, def, c.burst, whole, frame); r != c.wantR || burst != c.wantBurst {
 			t.Errorf("budgetOf(%d, %d) = %v, %d; want %v, %d", c.r, c.burst, r, burst, c.wantR, c.wantBurst)
 		}
+	}
+}
+
+// NewServer refuses a negative burst, naming the field, before it opens
+// anything (the ring path does not exist), and sets the budget up from
+// the ring's layout: Stats shows it before Serve runs.
+func TestNewServerRepairConfig(t *testing.T) {
+	for _, c := range []struct {
+		cfg   ServerConfig
+		field string
+	}{
+		{ServerConfig{RepairBurst: -1}, "RepairBurst"},
+		{ServerConfig{RepairAddrBurst: -2}, "RepairAddrBurst"},
+	} {
+		c.cfg.Ring = filepath.Join(t.TempDir(), "none")
+		_, err := NewServer(c.cfg)
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), c.field) {
+			t.Errorf("NewServer(%s < 0) = %v, want ErrConfig naming the field", c.field, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "ring")
+	w, err := shm.Create(path, shm.RingConfig{PayloadSize: 56, Capacity: 1 << 16}, shm.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s, err := NewServer(ServerConfig{Ring: path, Bind: "127.0.0.1:0", RepairAddrRate: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st := s.Stats().Repair
+	whole := catchUpBytes(w.Ring().Layout())
+	if st.Rate != DefaultRepairRate || st.Burst != whole || st.AddrRate != 0 {
+		t.Errorf("budget %+v, want rate %d, burst %d (one catch-up), no per-address limit", st, DefaultRepairRate, whole)
 	}
 }

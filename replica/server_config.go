@@ -107,7 +107,8 @@ type ServerConfig struct {
 	// data is never paced, nor a Unix socket's peer (server_budget.go).
 	// Rates: 0 is DefaultRepairRate, DefaultRepairAddrRate; negative, no
 	// limit. Bursts: 0 is one full catch-up of the ring (every record it
-	// holds, as sent over TCP); never less than one frame (64 KiB).
+	// holds, as sent over TCP); never less than one frame (64 KiB);
+	// negative, ErrConfig. NewServer sets the budget up.
 	RepairRate, RepairBurst         int64
 	RepairAddrRate, RepairAddrBurst int64
 }

@@ -176,7 +176,7 @@ func (s *Server) Stats() ServerStats {
 		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
 		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
 		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load(),
-		SenderBusyYields: s.senderBusyYields.Load(), Repair: st.repair.stats(s)}
+		SenderBusyYields: s.senderBusyYields.Load(), Repair: st.repair.stats()}
 	s.refusalStats(&out)
 	if sn := s.sender.Load(); sn != nil {
 		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()
