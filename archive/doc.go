@@ -1,0 +1,51 @@
+// Package archive keeps what a ring overwrote: every record of a ring, in
+// segment files on disk, indexed by sequence and by time, to replay into
+// a ring or to serve to a mirror that asks for records its source's ring
+// no longer holds.
+//
+//	ring (/dev/shm) ──Recorder──▶ Writer ──▶ DIR/EEEE-SSSS.rfa  (the segment being written)
+//	                                         DIR/EEEE-SSSS.rfa[.zst] + .rfi  (sealed, indexed)
+//	                                                 │
+//	                 Reader.Seek / SeekTime ◀────────┘──▶ Cursor.Next ──▶ replay, serve --archive
+//
+// An archive is a directory of segments. A segment holds a header (the
+// ring's geometry and identity, the epoch, its first sequence) and
+// entries: each record with its sequence and the time the recorder saw
+// it, or a gap (sequences the recorder could not read: it fell a ring
+// behind), framed with a length and a CRC-32C. Every sequence of an epoch
+// is in the archive once, as a record or in a gap. An epoch is one ring's
+// incarnation: a producer that restarts (a new file at the path) starts a
+// new one, so that two streams are never mixed.
+//
+// A segment is sealed once it reaches Options.SegmentSize: its index
+// (".rfi": a point every 64 KiB of data, sequence and time to offset) is
+// written, its data compressed if asked (zstd blocks that a seek reads
+// one of). A seek is a binary search over the segments' names, one over
+// an index, and a scan of at most 64 KiB.
+//
+// Crash safety: the writer appends in large writes and syncs as
+// Options.Sync says; a reopened Writer cuts a torn last entry (found by
+// its length and CRC) and resumes after the last whole one. Sealing and
+// compressing go through temporary files and renames.
+//
+// One goroutine writes (Writer, one per directory: a lock file); Readers
+// and their Cursors read concurrently, also from other processes, and
+// see what the writer flushed.
+//
+// Files:
+//
+//	format.go     the segment header and entry bytes, Geometry, Source, Entry
+//	segment.go    segment file names and listing
+//	index.go      the sealed segment's index (.rfi)
+//	scan.go       reading entries in order from a segment's data
+//	compress.go   zstd blocks of a sealed segment
+//	options.go    Options and Sync
+//	writer.go     Writer: Begin, Append, Gap, Flush, Close
+//	seal.go       sealing a segment, recovery at open
+//	retention.go  removing old sealed segments by size and age
+//	reader.go     Reader: Seek, SeekTime
+//	cursor.go     Cursor: Next, across segments, following a writer
+//	epochs.go     Epochs and Verify
+//	stats.go      WriterStats
+//	errors.go     the sentinel errors
+package archive

@@ -1,0 +1,44 @@
+package archive
+
+import "sync/atomic"
+
+// WriterStats counts a Writer's work.
+type WriterStats struct {
+	Epoch      uint64 // the epoch being written
+	Last       uint64 // its last sequence written
+	Epochs     uint64 // epochs begun by this writer
+	Records    uint64 // records appended
+	Gaps       uint64 // gap entries appended
+	GapRecords uint64 // sequences they cover
+	Bytes      uint64 // entry bytes appended
+	Flushes    uint64 // writes of the buffer
+	Syncs      uint64 // fdatasync calls
+	Sealed     uint64 // segments sealed
+	Removed    uint64 // sealed segments removed by retention
+	TornBytes  uint64 // bytes of a torn tail cut at open
+	// WriteErrors counts the errors that broke the writer (a full disk).
+	WriteErrors uint64
+}
+
+// writerCounters are a Writer's counters: its goroutine Adds and Stores,
+// Stats Loads from any goroutine.
+type writerCounters struct {
+	epoch, last                            atomic.Uint64
+	epochs, records, gaps, gapRecords      atomic.Uint64
+	bytes, flushes, syncs, sealed, removed atomic.Uint64
+	tornBytes, writeErrors                 atomic.Uint64
+}
+
+// Stats returns the writer's counters; safe from any goroutine.
+func (w *Writer) Stats() WriterStats {
+	c := &w.st
+	return WriterStats{Epoch: c.epoch.Load(), Last: c.last.Load(), Epochs: c.epochs.Load(), Records: c.records.Load(),
+		Gaps: c.gaps.Load(), GapRecords: c.gapRecords.Load(), Bytes: c.bytes.Load(), Flushes: c.flushes.Load(),
+		Syncs: c.syncs.Load(), Sealed: c.sealed.Load(), Removed: c.removed.Load(), TornBytes: c.tornBytes.Load(),
+		WriteErrors: c.writeErrors.Load()}
+}
+
+// readStats are a Reader's counters (Added by its cursors).
+type readStats struct {
+	blocks, corrupt atomic.Uint64
+}

@@ -1,0 +1,264 @@
+package archive
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Writer appends entries to an archive: one goroutine's, one Writer per
+// directory (a lock file says so to other processes). Every sequence of
+// an epoch is written once, in order: a record, or part of a gap.
+//
+// Appends go to a buffer, written to the segment in one write when it
+// fills and at Flush; Options.Sync says when they are made durable.
+type Writer struct {
+	dir  string
+	opts Options
+	lock *os.File
+
+	f    *os.File // the segment being written; nil before the first entry of an epoch
+	seg  segment
+	x    *index // its index so far
+	size int64  // its data bytes, buffered ones included
+	buf  []byte
+
+	begun    bool
+	epoch    uint64
+	src      Source
+	last     uint64 // the epoch's last sequence written (a gap's Last)
+	lastTime int64
+	lastSync time.Time
+	err      error // the write error that broke the writer
+
+	st writerCounters
+}
+
+// OpenWriter opens the archive in dir for appending, making dir if need
+// be. It recovers what a crash left: a torn entry at the end of the last
+// segment is cut (Stats().TornBytes), a segment left unsealed is sealed.
+// Position then tells where the archive ends.
+func OpenWriter(dir string, opts Options) (*Writer, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	w := &Writer{dir: dir, opts: opts, lock: lock, buf: make([]byte, 0, opts.BufferSize+64<<10)}
+	if err := w.recover(); err != nil {
+		lock.Close()
+		return nil, fmt.Errorf("archive: open %s: %w", dir, err)
+	}
+	return w, nil
+}
+
+// lockDir takes the archive's writer lock (flock, released when the file
+// closes, also by a crash).
+func lockDir(dir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockExt), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("archive: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w: %s", ErrLocked, dir)
+		}
+		return nil, os.NewSyscallError("flock", err)
+	}
+	return f, nil
+}
+
+// Position is where the archive ends: the epoch being written, its ring,
+// and its last sequence (a gap's last). ok is false for an empty archive.
+func (w *Writer) Position() (epoch uint64, src Source, last uint64, ok bool) {
+	return w.epoch, w.src, w.last, w.begun
+}
+
+// Begin readies the writer for the records of src from sequence next on.
+// When src is the ring the archive's last epoch records and next follows
+// its last sequence, the epoch goes on (a gap entry covers any sequences
+// between); otherwise a new epoch begins. It reports whether it did.
+func (w *Writer) Begin(src Source, next uint64, t int64) (newEpoch bool, err error) {
+	if err := w.usable(); err != nil {
+		return false, err
+	}
+	if next == 0 {
+		return false, fmt.Errorf("%w: begin at sequence 0", ErrOrder)
+	}
+	if w.begun && src.Same(w.src) && next > w.last {
+		if next > w.last+1 {
+			return false, w.Gap(w.last+1, next-1, t)
+		}
+		return false, nil
+	}
+	if err := w.seal(); err != nil {
+		return false, err
+	}
+	w.epoch++
+	w.src, w.last, w.begun = src, next-1, true
+	w.st.epochs.Add(1)
+	return true, nil
+}
+
+// Append writes record seq, seen at t (unix ns): rec is its wire bytes
+// (the slot payload, then a blob ring's blob). seq must follow the last.
+func (w *Writer) Append(seq uint64, t int64, rec []byte) error {
+	if err := w.next(seq); err != nil {
+		return err
+	}
+	if err := checkRecord(rec, w.src.Geometry); err != nil {
+		return err
+	}
+	w.st.records.Add(1)
+	return w.put(KindRecord, seq, seq, t, rec)
+}
+
+// Gap writes that the records from to last (inclusive), seen missing at
+// t, are not in the archive: the recorder could not read them.
+func (w *Writer) Gap(from, last uint64, t int64) error {
+	if err := w.next(from); err != nil {
+		return err
+	}
+	if last < from {
+		return fmt.Errorf("%w: gap %d..%d", ErrOrder, from, last)
+	}
+	w.st.gaps.Add(1)
+	w.st.gapRecords.Add(last - from + 1)
+	return w.put(KindGap, from, last, t, le.AppendUint64(nil, last))
+}
+
+func (w *Writer) next(seq uint64) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if !w.begun {
+		return fmt.Errorf("%w: Begin first", ErrOrder)
+	}
+	if seq != w.last+1 {
+		return fmt.Errorf("%w: sequence %d after %d", ErrOrder, seq, w.last)
+	}
+	return nil
+}
+
+func (w *Writer) usable() error {
+	switch {
+	case w.lock == nil:
+		return ErrClosed
+	case w.err != nil:
+		return fmt.Errorf("%w: %w", ErrBroken, w.err)
+	}
+	return nil
+}
+
+// put buffers one entry, starting a segment first when there is none or
+// the one being written is full.
+func (w *Writer) put(k Kind, seq, last uint64, t int64, p []byte) error {
+	t = max(t, w.lastTime) // times never go back: the time index is sorted
+	if w.f == nil || w.size >= w.opts.SegmentSize {
+		if err := w.rotate(seq, t); err != nil {
+			return err
+		}
+	}
+	off := w.size
+	n := len(w.buf)
+	w.buf = appendEntry(w.buf, k, seq, t, p)
+	w.size += int64(len(w.buf) - n)
+	w.x.add(Entry{Kind: k, Seq: seq, Last: last, Time: t}, off, w.size)
+	w.last, w.lastTime = last, t
+	w.st.bytes.Add(uint64(len(w.buf) - n))
+	w.st.last.Store(last)
+	if len(w.buf) >= w.opts.BufferSize {
+		return w.Flush()
+	}
+	return nil
+}
+
+// rotate seals the segment being written, if any, and starts the next
+// at sequence first.
+func (w *Writer) rotate(first uint64, t int64) error {
+	if err := w.seal(); err != nil {
+		return err
+	}
+	s := segment{epoch: w.epoch, first: first, base: segBase(w.dir, w.epoch, first)}
+	f, err := os.OpenFile(s.base+dataExt, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return w.fail(err)
+	}
+	w.f, w.seg = f, s
+	h := header{Epoch: w.epoch, First: first, Created: t, Source: w.src}
+	w.buf = w.buf[:headerSize]
+	h.put(w.buf)
+	w.size = headerSize
+	w.x = &index{size: headerSize, last: first - 1}
+	w.st.epoch.Store(w.epoch)
+	return nil
+}
+
+// Flush writes the buffered entries to the segment (readers see them),
+// and syncs when Options.Sync says a sync is due.
+func (w *Writer) Flush() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if w.f == nil || len(w.buf) == 0 {
+		return nil
+	}
+	_, err := w.f.Write(w.buf)
+	w.buf = w.buf[:0]
+	if err != nil {
+		return w.fail(err)
+	}
+	w.st.flushes.Add(1)
+	if w.opts.Sync == SyncInterval && time.Since(w.lastSync) >= w.opts.SyncEvery {
+		return w.sync()
+	}
+	return nil
+}
+
+func (w *Writer) sync() error {
+	if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
+		return w.fail(os.NewSyscallError("fdatasync", err))
+	}
+	w.lastSync = time.Now()
+	w.st.syncs.Add(1)
+	return nil
+}
+
+// fail breaks the writer with err (a full disk, an I/O error): it takes
+// nothing more; a reopened writer cuts what the failed write tore.
+func (w *Writer) fail(err error) error {
+	w.err = fmt.Errorf("write %s: %w", w.seg.data(), err)
+	w.st.writeErrors.Add(1)
+	return w.err
+}
+
+// Close flushes and, unless Options.Sync is SyncNone, syncs what was
+// written; the segment being written stays unsealed, for the next
+// writer to go on with.
+func (w *Writer) Close() error {
+	if w.lock == nil {
+		return ErrClosed
+	}
+	var err error
+	if w.f != nil {
+		err = w.Flush()
+		if err == nil && w.opts.Sync != SyncNone {
+			err = w.sync()
+		}
+		w.f.Close()
+		w.f = nil
+	}
+	w.lock.Close()
+	w.lock = nil
+	return err
+}
