@@ -20,6 +20,9 @@ type Cursor struct {
 	// The seek's target: entries before it are skipped.
 	skipSeq  uint64
 	skipTime int64
+	// reread is set while the end of an unsealed segment is read again
+	// (advance), before the segments are listed again.
+	reread bool
 }
 
 // Epoch is the epoch the cursor reads.
@@ -62,6 +65,7 @@ func (c *Cursor) Next() (Entry, error) {
 	for {
 		e, off, err := c.sc.next()
 		if err == nil {
+			c.reread = false
 			if e.Last < c.skipSeq || e.Time < c.skipTime {
 				continue
 			}
@@ -87,9 +91,11 @@ func (c *Cursor) Next() (Entry, error) {
 func (c *Cursor) advance(off int64, end error) (bool, error) {
 	c.sc.drop()
 	if !c.segs[c.i].sealed {
-		if _, err := c.sc.bytes(off, 8); err == nil {
-			return true, nil // written since
+		if !c.reread { // written since the buffer was read? Read once more.
+			c.reread = true
+			return true, nil
 		}
+		c.reread = false
 		if err := c.relist(); err != nil {
 			return false, err
 		}

@@ -46,6 +46,7 @@
 //	reader.go     Reader: Seek, SeekTime
 //	cursor.go     Cursor: Next, across segments, following a writer
 //	epochs.go     Epochs and Verify
+//	history.go    History: one ring's records, for serve --archive
 //	stats.go      WriterStats
 //	errors.go     the sentinel errors
 package archive

@@ -157,6 +157,9 @@ func parseHeader(b []byte) (header, error) {
 	if h.First == 0 {
 		return header{}, fmt.Errorf("%w: header with first sequence 0", ErrCorrupt)
 	}
+	if g := h.Source.Geometry; g.Blob() != (g.ArenaSize > 0) {
+		return header{}, fmt.Errorf("%w: header's arena flag and arena size %d disagree", ErrCorrupt, g.ArenaSize)
+	}
 	if _, err := shm.NewLayout(h.Source.RingConfig()); err != nil {
 		return header{}, fmt.Errorf("%w: header's ring geometry: %w", ErrCorrupt, err)
 	}

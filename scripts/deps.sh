@@ -14,7 +14,9 @@
 #           as an unprivileged user with capabilities), prometheus
 #           (promtool: promtool check rules and test rules on
 #           contrib/prometheus; its server is stopped and disabled when
-#           deps.sh installs it)
+#           deps.sh installs it), python3 (the archive format's reader in
+#           docs/archive.md is run on a real archive) and zstd (a
+#           compressed segment decompresses with the standard tool)
 #   vmtest  make vmtest: qemu-system-x86 (the guest, under TCG),
 #           busybox-static (its userland), cpio (checks our initramfs
 #           writer), and apt lists that know linux-image-amd64 (the runner
@@ -42,6 +44,8 @@ test   systemd             cmd:systemd-analyze
 test   util-linux          cmd:setpriv
 test   util-linux          cmd:prlimit
 test   prometheus          cmd:promtool
+test   python3             cmd:python3
+test   zstd                cmd:zstd
 vmtest qemu-system-x86     cmd:qemu-system-x86_64
 vmtest busybox-static      deb:busybox-static
 vmtest cpio                cmd:cpio
