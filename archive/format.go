@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 
 	"github.com/ringfire/ringfire/shm"
 )
@@ -181,13 +182,14 @@ type Entry struct {
 // appendEntry appends an entry of kind k with payload p to b.
 func appendEntry(b []byte, k Kind, seq uint64, t int64, p []byte) []byte {
 	start := len(b)
-	b = le.AppendUint32(b, uint32(entryFixed+len(p)))
-	b = le.AppendUint32(b, 0) // the CRC, below
-	b = append(b, byte(k), 0, 0, 0, 0, 0, 0, 0)
-	b = le.AppendUint64(b, seq)
-	b = le.AppendUint64(b, uint64(t))
-	b = append(b, p...)
-	le.PutUint32(b[start+4:], crc32.Checksum(b[start+8:], castagno))
+	b = slices.Grow(b, entryHead+len(p))[:start+entryHead+len(p)]
+	e := b[start:]
+	le.PutUint32(e, uint32(entryFixed+len(p)))
+	le.PutUint64(e[8:], uint64(k)) // the kind, then 7 zero bytes
+	le.PutUint64(e[16:], seq)
+	le.PutUint64(e[24:], uint64(t))
+	copy(e[entryHead:], p)
+	le.PutUint32(e[4:], crc32.Checksum(e[8:], castagno))
 	return b
 }
 

@@ -2,7 +2,8 @@ package archive
 
 import "sync/atomic"
 
-// WriterStats counts a Writer's work.
+// WriterStats counts a Writer's work. Last, Records and Bytes are as of
+// the last Flush (the writer's own Flush when its buffer fills).
 type WriterStats struct {
 	Epoch      uint64 // the epoch being written
 	Last       uint64 // its last sequence written

@@ -35,7 +35,10 @@ type Writer struct {
 	lastSync time.Time
 	err      error // the write error that broke the writer
 
-	st writerCounters
+	// records and bytes count per entry, in the writer's goroutine;
+	// Flush publishes them in st, which Stats reads.
+	records, bytes uint64
+	st             writerCounters
 }
 
 // OpenWriter opens the archive in dir for appending, making dir if need
@@ -119,7 +122,7 @@ func (w *Writer) Append(seq uint64, t int64, rec []byte) error {
 	if err := checkRecord(rec, w.src.Geometry); err != nil {
 		return err
 	}
-	w.st.records.Add(1)
+	w.records++
 	return w.put(KindRecord, seq, seq, t, rec)
 }
 
@@ -175,8 +178,7 @@ func (w *Writer) put(k Kind, seq, last uint64, t int64, p []byte) error {
 	w.size += int64(len(w.buf) - n)
 	w.x.add(Entry{Kind: k, Seq: seq, Last: last, Time: t}, off, w.size)
 	w.last, w.lastTime = last, t
-	w.st.bytes.Add(uint64(len(w.buf) - n))
-	w.st.last.Store(last)
+	w.bytes += uint64(len(w.buf) - n)
 	if len(w.buf) >= w.opts.BufferSize {
 		return w.Flush()
 	}
@@ -213,6 +215,9 @@ func (w *Writer) Flush() error {
 	if w.f == nil || len(w.buf) == 0 {
 		return nil
 	}
+	w.st.records.Store(w.records)
+	w.st.bytes.Store(w.bytes)
+	w.st.last.Store(w.last)
 	_, err := w.f.Write(w.buf)
 	w.buf = w.buf[:0]
 	if err != nil {
