@@ -47,6 +47,9 @@
 //	cursor.go     Cursor: Next, across segments, following a writer
 //	epochs.go     Epochs and Verify
 //	history.go    History: one ring's records, for serve --archive
+//	recorder.go   Recorder: follows a ring into a Writer; Start, ParseStart
+//	ringread.go   the Recorder's reads of the ring: records, gaps, flushes
+//	replay.go     Replay: an epoch back into a (sparse) ring, paced
 //	stats.go      WriterStats
 //	errors.go     the sentinel errors
 package archive
