@@ -254,17 +254,18 @@ func (w *Writer) Flush() error {
 
 func (w *Writer) sync() error {
 	if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
-		return w.fail(os.NewSyscallError("fdatasync", err))
+		return w.fail(fmt.Errorf("%s: %w", w.seg.data(), os.NewSyscallError("fdatasync", err)))
 	}
 	w.lastSync = time.Now()
 	w.st.syncs.Add(1)
 	return nil
 }
 
-// fail breaks the writer with err (a full disk, an I/O error): it takes
-// nothing more; a reopened writer cuts what the failed write tore.
+// fail breaks the writer with err (a full disk, an I/O error), which
+// names the file: it takes nothing more; a reopened writer cuts what the
+// failed write tore.
 func (w *Writer) fail(err error) error {
-	w.err = fmt.Errorf("write %s: %w", w.seg.data(), err)
+	w.err = err
 	w.st.writeErrors.Add(1)
 	return w.err
 }
