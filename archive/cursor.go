@@ -70,7 +70,7 @@ func (c *Cursor) Next() (Entry, error) {
 				continue
 			}
 			e.Epoch = c.epoch
-			return e, nil
+			return *e, nil
 		}
 		if !errors.Is(err, io.EOF) && !errors.Is(err, errTorn) {
 			return Entry{}, err

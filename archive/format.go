@@ -79,14 +79,23 @@ func GeometryOf(l shm.Layout) Geometry {
 // Blob reports whether the ring's records carry blobs.
 func (g Geometry) Blob() bool { return g.Flags&shm.FlagArena != 0 }
 
-// maxBody is the largest entry body (length word) of this geometry: a
-// record's slot payload and, for a blob ring, an arena's worth of blob.
-func (g Geometry) maxBody() int {
+// shape is what checking an entry needs of a geometry, worked out once
+// per segment: the hot loops pass a pointer to it.
+type shape struct {
+	payload int    // slot payload bytes
+	arena   uint64 // a blob's bound; 0: a fixed ring
+	maxBody int    // the largest entry body (length word)
+}
+
+func (g Geometry) shape() shape {
+	s := shape{payload: int(g.PayloadSize)}
 	n := uint64(g.PayloadSize)
 	if g.Blob() {
+		s.arena = max(g.ArenaSize, 1)
 		n += min(g.ArenaSize, 1<<30)
 	}
-	return entryFixed + int(max(n, 8))
+	s.maxBody = entryFixed + int(max(n, 8))
+	return s
 }
 
 // RingConfig is the configuration of a ring that takes these records at
@@ -204,46 +213,46 @@ func bodyLen(b []byte) (n int, ok bool) {
 	return int(l), l >= entryFixed && l <= maxEntryBody
 }
 
-// parseEntry decodes the entry that b holds exactly (its 8-byte prefix
-// and its body), checking its CRC and its fields.
-func parseEntry(b []byte, geo Geometry) (Entry, error) {
+// parseEntry decodes into e the entry that b holds exactly (its 8-byte
+// prefix and its body), checking its CRC and its fields.
+func parseEntry(b []byte, sh *shape, e *Entry) error {
 	if len(b) < entryHead {
-		return Entry{}, fmt.Errorf("%w: entry of %d bytes", ErrCorrupt, len(b))
+		return fmt.Errorf("%w: entry of %d bytes", ErrCorrupt, len(b))
 	}
 	if n, ok := bodyLen(b); !ok || n != len(b)-8 {
-		return Entry{}, fmt.Errorf("%w: entry length %d for %d bytes", ErrCorrupt, n, len(b)-8)
+		return fmt.Errorf("%w: entry length %d for %d bytes", ErrCorrupt, n, len(b)-8)
 	}
 	if got, want := crc32.Checksum(b[8:], castagno), le.Uint32(b[4:]); got != want {
-		return Entry{}, fmt.Errorf("%w: entry CRC %08x, want %08x", ErrCorrupt, got, want)
+		return fmt.Errorf("%w: entry CRC %08x, want %08x", ErrCorrupt, got, want)
 	}
-	e := Entry{Kind: Kind(b[8]), Seq: le.Uint64(b[16:]), Time: int64(le.Uint64(b[24:]))}
+	e.Kind, e.Seq, e.Time, e.Rec = Kind(b[8]), le.Uint64(b[16:]), int64(le.Uint64(b[24:])), nil
 	p := b[entryHead:]
 	if e.Seq == 0 {
-		return Entry{}, fmt.Errorf("%w: entry of sequence 0", ErrCorrupt)
+		return fmt.Errorf("%w: entry of sequence 0", ErrCorrupt)
 	}
 	switch e.Kind {
 	case KindRecord:
-		if err := checkRecord(p, geo); err != nil {
-			return Entry{}, err
+		if err := checkRecord(p, sh); err != nil {
+			return err
 		}
 		e.Last, e.Rec = e.Seq, p
 	case KindGap:
 		if len(p) != 8 || le.Uint64(p) < e.Seq {
-			return Entry{}, fmt.Errorf("%w: gap entry at %d", ErrCorrupt, e.Seq)
+			return fmt.Errorf("%w: gap entry at %d", ErrCorrupt, e.Seq)
 		}
 		e.Last = le.Uint64(p)
 	default:
-		return Entry{}, fmt.Errorf("%w: entry kind %d", ErrCorrupt, b[8])
+		return fmt.Errorf("%w: entry kind %d", ErrCorrupt, b[8])
 	}
-	return e, nil
+	return nil
 }
 
 // checkRecord checks a record's bytes against the ring's geometry: one
 // slot payload, and for a blob ring exactly the blob its descriptor
 // announces.
-func checkRecord(p []byte, g Geometry) error {
-	n := int(g.PayloadSize)
-	if !g.Blob() {
+func checkRecord(p []byte, sh *shape) error {
+	n := sh.payload
+	if sh.arena == 0 {
 		if len(p) != n {
 			return fmt.Errorf("%w: record of %d bytes, want %d", ErrCorrupt, len(p), n)
 		}
@@ -252,7 +261,7 @@ func checkRecord(p []byte, g Geometry) error {
 	if len(p) < n || n < shm.DescriptorSize {
 		return fmt.Errorf("%w: blob record of %d bytes", ErrCorrupt, len(p))
 	}
-	if d := shm.DecodeDescriptor(p[:n]); uint64(d.Len) != uint64(len(p)-n) || uint64(d.Len) > g.ArenaSize {
+	if d := shm.DecodeDescriptor(p[:n]); uint64(d.Len) != uint64(len(p)-n) || uint64(d.Len) > sh.arena {
 		return fmt.Errorf("%w: blob record announces %d bytes, holds %d", ErrCorrupt, d.Len, len(p)-n)
 	}
 	return nil

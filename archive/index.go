@@ -54,7 +54,7 @@ type index struct {
 
 // add notes the entry e at off, whose bytes end at end, making a point
 // when due.
-func (x *index) add(e Entry, off, end int64) {
+func (x *index) add(e *Entry, off, end int64) {
 	if len(x.points) == 0 || off >= x.points[len(x.points)-1].Off+indexEvery {
 		x.points = append(x.points, point{e.Seq, e.Time, off})
 	}

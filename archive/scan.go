@@ -17,7 +17,8 @@ var errTorn = errors.New("archive: torn entry")
 // buffer, valid until the next call.
 type scanner struct {
 	r      io.ReaderAt
-	geo    Geometry
+	sh     shape
+	e      Entry // the entry next returns
 	buf    []byte
 	bufOff int64 // the data offset of buf[0]
 	off    int64 // the next entry's offset
@@ -26,7 +27,7 @@ type scanner struct {
 const scanChunk = 256 << 10
 
 func newScanner(r io.ReaderAt, geo Geometry, off int64) *scanner {
-	return &scanner{r: r, geo: geo, off: off, buf: make([]byte, 0, scanChunk)}
+	return &scanner{r: r, sh: geo.shape(), off: off, buf: make([]byte, 0, scanChunk)}
 }
 
 // drop forgets the buffer's bytes: the next read reads the data again.
@@ -35,32 +36,32 @@ func (s *scanner) drop() { s.buf = s.buf[:0] }
 // seek makes off the next entry's offset.
 func (s *scanner) seek(off int64) { s.off = off }
 
-// next returns the next entry and its offset; io.EOF where the data ends
-// cleanly, and an error wrapping errTorn (and ErrCorrupt when the bytes
-// are whole but wrong) where it does not.
-func (s *scanner) next() (Entry, int64, error) {
+// next returns the next entry (the scanner's own: valid until the next
+// call) and its offset; io.EOF where the data ends cleanly, and an error
+// wrapping errTorn (and ErrCorrupt when the bytes are whole but wrong)
+// where it does not.
+func (s *scanner) next() (*Entry, int64, error) {
 	off := s.off
 	head, err := s.bytes(off, 8)
 	if err != nil {
-		return Entry{}, off, err
+		return nil, off, err
 	}
 	n, ok := bodyLen(head)
-	if !ok || n > s.geo.maxBody() {
-		return Entry{}, off, fmt.Errorf("%w: %w: entry length %d at offset %d", errTorn, ErrCorrupt, n, off)
+	if !ok || n > s.sh.maxBody {
+		return nil, off, fmt.Errorf("%w: %w: entry length %d at offset %d", errTorn, ErrCorrupt, n, off)
 	}
 	b, err := s.bytes(off, 8+n)
 	if err != nil {
 		if err == io.EOF {
 			err = fmt.Errorf("%w: entry of %d bytes at offset %d cut short", errTorn, 8+n, off)
 		}
-		return Entry{}, off, err
+		return nil, off, err
 	}
-	e, err := parseEntry(b, s.geo)
-	if err != nil {
-		return Entry{}, off, fmt.Errorf("%w: at offset %d: %w", errTorn, off, err)
+	if err := parseEntry(b, &s.sh, &s.e); err != nil {
+		return nil, off, fmt.Errorf("%w: at offset %d: %w", errTorn, off, err)
 	}
 	s.off = off + int64(len(b))
-	return e, off, nil
+	return &s.e, off, nil
 }
 
 // bytes returns the n data bytes at off, reading when the buffer does not

@@ -111,6 +111,7 @@ func (w *Writer) recover() error {
 		return fmt.Errorf("segment %s: %w", prev.data(), err)
 	}
 	w.epoch, w.src, w.last, w.lastTime, w.begun = h.Epoch, h.Source, prevX.last, prevX.lastTime, true
+	w.shape = w.src.shape()
 	w.st.epoch.Store(w.epoch)
 	w.st.last.Store(w.last)
 	return nil
@@ -178,6 +179,7 @@ func (w *Writer) adoptLast(s segment) error {
 	}
 	w.f, w.seg, w.x, w.size = f, s, x, x.size
 	w.epoch, w.src, w.last, w.lastTime, w.begun = h.Epoch, h.Source, x.last, x.lastTime, true
+	w.shape = w.src.shape()
 	w.st.epoch.Store(w.epoch)
 	w.st.last.Store(w.last)
 	return nil

@@ -30,6 +30,7 @@ type Writer struct {
 	begun    bool
 	epoch    uint64
 	src      Source
+	shape    shape  // src's
 	last     uint64 // the epoch's last sequence written (a gap's Last)
 	lastTime int64
 	lastSync time.Time
@@ -108,7 +109,7 @@ func (w *Writer) Begin(src Source, next uint64, t int64) (newEpoch bool, err err
 		return false, err
 	}
 	w.epoch++
-	w.src, w.last, w.begun = src, next-1, true
+	w.src, w.shape, w.last, w.begun = src, src.shape(), next-1, true
 	w.st.epochs.Add(1)
 	return true, nil
 }
@@ -119,7 +120,7 @@ func (w *Writer) Append(seq uint64, t int64, rec []byte) error {
 	if err := w.next(seq); err != nil {
 		return err
 	}
-	if err := checkRecord(rec, w.src.Geometry); err != nil {
+	if err := checkRecord(rec, &w.shape); err != nil {
 		return err
 	}
 	w.records++
@@ -176,7 +177,7 @@ func (w *Writer) put(k Kind, seq, last uint64, t int64, p []byte) error {
 	n := len(w.buf)
 	w.buf = appendEntry(w.buf, k, seq, t, p)
 	w.size += int64(len(w.buf) - n)
-	w.x.add(Entry{Kind: k, Seq: seq, Last: last, Time: t}, off, w.size)
+	w.x.add(&Entry{Kind: k, Seq: seq, Last: last, Time: t}, off, w.size)
 	w.last, w.lastTime = last, t
 	w.bytes += uint64(len(w.buf) - n)
 	if len(w.buf) >= w.opts.BufferSize {
