@@ -10,31 +10,34 @@ import (
 // where a seek put it. At the end of what is written, Next returns io.EOF
 // and keeps its place: a later Next returns what a writer appended since
 // (also across the segments it starts).
+//
+// It goes from one segment to the next by name (the next one's first
+// sequence follows the last entry read), never by listing the directory:
+// a listing made while the writer creates and renames files may miss one.
 type Cursor struct {
 	r     *Reader
 	epoch uint64
-	segs  []segment // the epoch's segments as last listed
-	i     int       // the segment being read
+	seg   segment // the segment being read; sealed as last seen
+	last  uint64  // the Last of the last entry read in seg (seg.first-1 before one)
 	d     dataFile
 	sc    *scanner
 	// The seek's target: entries before it are skipped.
 	skipSeq  uint64
 	skipTime int64
 	// reread is set while the end of an unsealed segment is read again
-	// (advance), before the segments are listed again.
+	// (advance), before its index is looked for.
 	reread bool
 }
 
 // Epoch is the epoch the cursor reads.
 func (c *Cursor) Epoch() uint64 { return c.epoch }
 
-// open starts reading segment i at data offset off.
-func (c *Cursor) open(off int64) error {
+// open starts reading segment s at data offset off.
+func (c *Cursor) open(s segment, off int64) error {
 	if c.d != nil {
 		c.d.Close()
 		c.d = nil
 	}
-	s := c.segs[c.i]
 	var x *index
 	if s.sealed {
 		var err error
@@ -51,6 +54,7 @@ func (c *Cursor) open(off int64) error {
 		d.Close()
 		return fmt.Errorf("archive: %s: %w", s.data(), err)
 	}
+	c.seg, c.last = s, s.first-1
 	c.d, c.sc = d, newScanner(d, h.Source.Geometry, off)
 	return nil
 }
@@ -63,9 +67,9 @@ func (c *Cursor) Next() (Entry, error) {
 		return Entry{}, ErrClosed
 	}
 	for {
-		e, off, err := c.sc.next()
+		e, _, err := c.sc.next()
 		if err == nil {
-			c.reread = false
+			c.reread, c.last = false, e.Last
 			if e.Last < c.skipSeq || e.Time < c.skipTime {
 				continue
 			}
@@ -75,67 +79,45 @@ func (c *Cursor) Next() (Entry, error) {
 		if !errors.Is(err, io.EOF) && !errors.Is(err, errTorn) {
 			return Entry{}, err
 		}
-		more, rerr := c.advance(off, err)
+		more, rerr := c.advance(err)
 		if rerr != nil || !more {
 			return Entry{}, rerr
 		}
 	}
 }
 
-// advance handles the end of the segment's data at off (end: clean, or
-// torn). A segment unsealed when listed may be being written: once it
-// holds nothing more and is still the epoch's last and unsealed, io.EOF,
-// the place kept; sealed since, its end is read again, whole now. A
-// sealed segment is finished: torn is corruption, a clean end moves on
-// to the next segment.
-func (c *Cursor) advance(off int64, end error) (bool, error) {
+// advance handles the end of the segment's data (end: clean, or torn).
+// An unsealed segment may be being written: its end is read once more
+// (written since?); then, still without an index, io.EOF, the place
+// kept; sealed since, its end is read again, whole now. A sealed
+// segment is finished: torn is corruption, a clean end moves on to the
+// segment that starts after its last entry, if there is one yet.
+func (c *Cursor) advance(end error) (bool, error) {
 	c.sc.drop()
-	if !c.segs[c.i].sealed {
-		if !c.reread { // written since the buffer was read? Read once more.
+	if !c.seg.sealed {
+		if !c.reread {
 			c.reread = true
 			return true, nil
 		}
 		c.reread = false
-		if err := c.relist(); err != nil {
-			return false, err
-		}
-		if !c.segs[c.i].sealed && c.i == len(c.segs)-1 {
+		if !fileExists(c.seg.base + idxExt) {
+			if !fileExists(c.seg.base+dataExt) && !fileExists(c.seg.base+zstExt) {
+				return false, fmt.Errorf("%w: segment %s went while read (retention)", ErrNotFound, c.seg.data())
+			}
 			return false, io.EOF
 		}
-		c.segs[c.i].sealed = true // finished: read its end once more
-		c.sc.drop()
+		c.seg.sealed = true // finished: read its end once more
 		return true, nil
 	}
 	if errors.Is(end, errTorn) {
 		c.r.st.corrupt.Add(1)
-		return false, fmt.Errorf("%w: %s: %w", ErrCorrupt, c.segs[c.i].data(), end)
+		return false, fmt.Errorf("%w: %s: %w", ErrCorrupt, c.seg.data(), end)
 	}
-	if c.i+1 >= len(c.segs) {
-		if err := c.relist(); err != nil {
-			return false, err
-		}
-		if c.i+1 >= len(c.segs) {
-			return false, io.EOF
-		}
+	next, ok := c.r.segmentAt(c.epoch, c.last+1)
+	if !ok {
+		return false, io.EOF
 	}
-	c.i++
-	return true, c.open(headerSize)
-}
-
-// relist lists the epoch's segments again, keeping the one being read.
-func (c *Cursor) relist() error {
-	base := c.segs[c.i].base
-	segs, err := c.r.epochSegments(c.epoch)
-	if err != nil {
-		return err
-	}
-	for j, s := range segs {
-		if s.base == base {
-			c.segs, c.i = segs, j
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: segment %s went while read (retention)", ErrNotFound, base)
+	return true, c.open(next, headerSize)
 }
 
 // Close releases the cursor's file.

@@ -51,16 +51,17 @@ func openData(s segment, x *index, st *readStats) (dataFile, error) {
 		if !errors.Is(err, fs.ErrNotExist) {
 			return f, err
 		}
-		if x == nil {
-			if x, err = readIndex(s); err != nil {
-				return nil, err
-			}
+	}
+	if x == nil || x.blockSize == 0 { // the index a compressed segment was sealed with
+		var err error
+		if x, err = readIndex(s); err != nil {
+			return nil, err
 		}
-		s.compressed = true
+		if x.blockSize == 0 {
+			return nil, fmt.Errorf("%w: %s has no block index", ErrCorrupt, s.data())
+		}
 	}
-	if x == nil || x.blockSize == 0 {
-		return nil, fmt.Errorf("%w: %s has no block index", ErrCorrupt, s.data())
-	}
+	s.compressed = true
 	return openZst(s, x, st)
 }
 
@@ -114,6 +115,29 @@ func (r *Reader) scanActive(s segment) (*index, error) {
 	return x, nil
 }
 
+// segmentAt returns the segment of epoch that starts at first, looked
+// for by its name; ok is false when it does not exist (yet).
+func (r *Reader) segmentAt(epoch, first uint64) (segment, bool) {
+	s := segment{epoch: epoch, first: first, base: segBase(r.dir, epoch, first)}
+	// The index first: a segment sealed then is whole, whichever data
+	// file is there when it is opened (openData falls back to the
+	// compressed one). Compressing writes the ".rfa.zst", then the index,
+	// then removes the ".rfa": a ".rfa.zst" found means the ".rfa" is
+	// there (looked for again: it may have been made since the first
+	// look) or gone, and then the index is there.
+	s.sealed = fileExists(s.base + idxExt)
+	switch {
+	case fileExists(s.base + dataExt):
+	case !fileExists(s.base + zstExt):
+		return s, false
+	case fileExists(s.base + dataExt):
+		s.sealed = s.sealed || fileExists(s.base+idxExt)
+	default:
+		s.compressed, s.sealed = true, fileExists(s.base+idxExt)
+	}
+	return s, true
+}
+
 // epochSegments lists the segments of epoch, in order.
 func (r *Reader) epochSegments(epoch uint64) ([]segment, error) {
 	segs, err := listSegments(r.dir)
@@ -145,8 +169,8 @@ func (r *Reader) Seek(epoch, seq uint64) (*Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cursor{r: r, epoch: epoch, segs: segs, i: i, skipSeq: seq}
-	return c, c.open(x.bySeq(seq))
+	c := &Cursor{r: r, epoch: epoch, skipSeq: seq}
+	return c, c.open(segs[i], x.bySeq(seq))
 }
 
 // SeekTime returns a cursor whose first entry is epoch's first entry seen
@@ -172,12 +196,12 @@ func (r *Reader) SeekTime(epoch uint64, t int64) (*Cursor, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cursor{r: r, epoch: epoch, segs: segs, i: i, skipTime: t}
+	c := &Cursor{r: r, epoch: epoch, skipTime: t}
 	off := int64(headerSize)
 	if len(x.points) > 0 {
 		off = x.byTime(t)
 	}
-	return c, c.open(off)
+	return c, c.open(segs[i], off)
 }
 
 // Close releases what the reader keeps.

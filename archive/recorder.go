@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/idle"
 	"github.com/ringfire/ringfire/shm"
 )
 
@@ -204,7 +205,7 @@ func (r *Recorder) session(ctx context.Context) error {
 			return err
 		}
 		if !ok {
-			sleepCtx(ctx, r.cfg.Poll)
+			idle.Sleep(ctx, r.cfg.Poll)
 			return nil
 		}
 	}
@@ -219,13 +220,11 @@ func (r *Recorder) attach() (ok bool, err error) {
 		return false, nil
 	}
 	r.ring = ring // closed by detach, also after a fault below
-	st, err := os.Stat(r.cfg.Ring)
-	sys, isSys := statSys(st)
-	if err != nil || !isSys || ring.Replaced() {
+	src, err := SourceOf(ring)
+	if err != nil {
 		r.detach()
 		return false, nil
 	}
-	src := Source{Geometry: GeometryOf(ring.Layout()), Dev: uint64(sys.Dev), Ino: sys.Ino}
 	next := r.startAt(ring, src)
 	if err := r.flushGap(time.Now().UnixNano()); err != nil {
 		r.detach()
@@ -250,12 +249,19 @@ func (r *Recorder) attach() (ok bool, err error) {
 	return true, nil
 }
 
-func statSys(st os.FileInfo) (*syscall.Stat_t, bool) {
-	if st == nil {
-		return nil, false
+// SourceOf identifies an open ring: its geometry and its file's device
+// and inode. It fails when the file at the ring's path is no longer the
+// one mapped (replaced).
+func SourceOf(ring *shm.Ring) (Source, error) {
+	st, err := os.Stat(ring.Path())
+	if err != nil {
+		return Source{}, fmt.Errorf("archive: %w", err)
 	}
-	s, ok := st.Sys().(*syscall.Stat_t)
-	return s, ok
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || ring.Replaced() {
+		return Source{}, fmt.Errorf("archive: %s was replaced", ring.Path())
+	}
+	return Source{Geometry: GeometryOf(ring.Layout()), Dev: uint64(sys.Dev), Ino: sys.Ino}, nil
 }
 
 // startAt is the first sequence to record of ring src.
@@ -311,14 +317,4 @@ func (r *Recorder) werr(err error) error {
 		return fmt.Errorf("archive: record %s: %w", r.cfg.Ring, r.w.usable())
 	}
 	return fmt.Errorf("archive: record %s: %w", r.cfg.Ring, err)
-}
-
-// sleepCtx waits d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }

@@ -56,7 +56,22 @@ func parseSegName(name string) (epoch, first uint64, ok bool) {
 // sequence). A segment with both a plain and a compressed data file (a
 // crash while compressing it) is listed with the plain one, which is
 // whole: the compressed file is complete only once the plain one is gone.
+//
+// A directory read while the writer creates and renames files may miss
+// one, so the directory is read until two readings agree.
 func listSegments(dir string) ([]segment, error) {
+	prev, err := listOnce(dir)
+	for i := 0; err == nil && i < 8; i++ {
+		var segs []segment
+		if segs, err = listOnce(dir); err == nil && slices.Equal(segs, prev) {
+			return segs, nil
+		}
+		prev = segs
+	}
+	return prev, err
+}
+
+func listOnce(dir string) ([]segment, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", dir, err)
