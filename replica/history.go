@@ -140,15 +140,18 @@ func (ss *session) fromHistory(hs *histSession, f *feed, buf []byte, seq, ringNe
 	}
 	_, err := hs.h.Read(hs.ctx, seq, ringNext-1, fn)
 	st.histReads.Add(1)
-	if ferr == nil {
-		ferr = fr.flush()
+	bad := errors.Is(ferr, ErrHistoryOrder) || errors.Is(ferr, ErrHistoryRecord)
+	if ferr == nil || bad { // what was read before goes out
+		if e := fr.flush(); e != nil {
+			ferr, bad = e, false
+		}
 	}
 	switch {
-	case ferr != nil && !errors.Is(ferr, ErrHistoryOrder) && !errors.Is(ferr, ErrHistoryRecord):
+	case ferr != nil && !bad:
 		return fr.buf, fr.next, fr.next, fr.sent, flushThen(write, ferr) // the connection's, or the budget's
 	case hs.ctx.Err() != nil:
 		return fr.buf, fr.next, fr.next, fr.sent, hs.ctx.Err()
-	case ferr != nil || err != nil:
+	case bad || err != nil:
 		st.histErrors.Add(1) // GAP what is left: the ring's records come next
 		return fr.buf, fr.next, ringNext, fr.sent, nil
 	case fr.next > seq:

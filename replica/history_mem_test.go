@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"io"
+	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -29,6 +32,14 @@ type memHistory struct {
 	failAt uint64
 	fails  int
 	reads  int
+	// badAt (0: never): record badAt is delivered one byte short.
+	badAt uint64
+	// strict: a Read from a sequence not held delivers nothing, where
+	// replica.History asks it to start at the next record held (the
+	// session must cope with both).
+	strict bool
+	// readers: the goroutines Read ran on (their ids).
+	readers map[uint64]bool
 }
 
 var errHistoryBroken = errors.New("test history: disk on fire")
@@ -68,8 +79,15 @@ func (h *memHistory) Range() (uint64, uint64, bool) {
 func (h *memHistory) Read(ctx context.Context, from, to uint64, fn func(uint64, []byte) bool) (uint64, error) {
 	h.mu.Lock()
 	h.reads++
+	if h.readers == nil {
+		h.readers = map[uint64]bool{}
+	}
+	h.readers[goroutineID()] = true
 	seq, last := max(from, h.first), h.last
-	for seq <= min(to, last) && h.recs[seq] == nil {
+	if h.strict {
+		seq = from // nothing held there: nothing delivered
+	}
+	for seq <= min(to, last) && h.recs[seq] == nil && !h.strict {
 		seq++ // from lies in a hole: start after it
 	}
 	h.mu.Unlock()
@@ -91,12 +109,40 @@ func (h *memHistory) Read(ctx context.Context, from, to uint64, fn func(uint64, 
 		if !ok {
 			break // a hole ends the read
 		}
+		if seq == h.badAt {
+			rec = rec[:len(rec)-1]
+		}
 		next = seq + 1
 		if !fn(seq, rec) {
 			break
 		}
 	}
 	return next, nil
+}
+
+// retain drops the records before first (retention).
+func (h *memHistory) retain(first uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for seq := h.first; seq < first; seq++ {
+		delete(h.recs, seq)
+	}
+	h.first = max(h.first, first)
+}
+
+// readOn reports whether Read ran on goroutine id.
+func (h *memHistory) readOn(id uint64) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.readers[id]
+}
+
+// goroutineID is the calling goroutine's id, from its stack's header.
+func goroutineID() uint64 {
+	var b [64]byte
+	s := strings.TrimPrefix(string(b[:runtime.Stack(b[:], false)]), "goroutine ")
+	id, _ := strconv.ParseUint(s[:strings.IndexByte(s, ' ')], 10, 64)
+	return id
 }
 
 // recordInto makes src's pushes go into h too, as a recorder following

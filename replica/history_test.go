@@ -3,12 +3,15 @@ package replica_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/faulty"
+	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/replica/wire"
+	"github.com/ringfire/ringfire/shm"
 )
 
 // histRing is the capacity of the source rings of the history tests: a
@@ -82,26 +85,138 @@ func TestHistoryHoleIsGap(t *testing.T) {
 	})
 }
 
-// TestHistoryErrorFallsBackToGap: a History whose Read fails sends what it
-// read, then a GAP up to the ring's records, and counts the error.
+// TestHistoryErrorFallsBackToGap: a History whose Read fails, or gives a
+// record of the wrong size, sends what it read, then a GAP up to the
+// ring's records, and counts the error.
 func TestHistoryErrorFallsBackToGap(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(h *memHistory, seq uint64)
+	}{
+		{"read error", func(h *memHistory, seq uint64) { h.failAt = seq }},
+		{"bad record", func(h *memHistory, seq uint64) { h.badAt = seq }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p, src := pairSource(t, histRing)
+			h := newMemHistory()
+			recordInto(src, h)
+			src.push(20000)
+			const from = 1000
+			c.set(h, from+300)
+			oldest := src.w.Ring().Oldest()
+			srv, mr := serveMirrored(t, p, src, "tcp", replica.From{Mode: replica.FromSeq, Seq: from}, nil, withHistory(h))
+			mr.waitFor(20000, 30*time.Second)
+			sst, st := finish(t, srv, mr)
+			lost := oldest - (from + 300)
+			if st.Gaps != lost || st.Records != 300+20000-oldest+1 {
+				t.Fatalf("mirror: %d gaps, %d records: want %d records from the history, a GAP of %d, the ring's %d",
+					st.Gaps, st.Records, 300, lost, 20000-oldest+1)
+			}
+			if sst.History.Errors != 1 || sst.History.Records != 300 || sst.GapRecords != lost {
+				t.Fatalf("server: history %+v, %d GAP records: want 1 error, 300 records, a GAP of %d", sst.History, sst.GapRecords, lost)
+			}
+		})
+	}
+}
+
+// TestHistoryBudget: the history's frames are repair: a per-address
+// budget of 300 KiB/s makes the session wait (and leave frames for later,
+// errRepairLater), counted in Repair, and every record still comes.
+func TestHistoryBudget(t *testing.T) {
 	p, src := pairSource(t, histRing)
 	h := newMemHistory()
 	recordInto(src, h)
-	src.push(20000)
-	const from = 1000
-	h.failAt = from + 300
-	oldest := src.w.Ring().Oldest()
-	srv, mr := serveMirrored(t, p, src, "tcp", replica.From{Mode: replica.FromSeq, Seq: from}, nil, withHistory(h))
-	mr.waitFor(20000, 30*time.Second)
+	src.push(6000)
+	const from = 100
+	srv, mr := serveMirrored(t, p, src, "tcp", replica.From{Mode: replica.FromSeq, Seq: from}, nil, withHistory(h),
+		func(c *replica.ServerConfig) { c.RepairAddrRate = 300 << 10 })
+	mr.waitFor(6000, 30*time.Second)
 	sst, st := finish(t, srv, mr)
-	lost := oldest - (from + 300)
-	if st.Gaps != lost || st.Records != 300+20000-oldest+1 {
-		t.Fatalf("mirror: %d gaps, %d records: want %d records from the history, a GAP of %d, the ring's %d",
-			st.Gaps, st.Records, 300, lost, 20000-oldest+1)
+	if st.Gaps != 0 || st.Records != 6000-from+1 {
+		t.Fatalf("mirror: %d gaps, %d records, want %d", st.Gaps, st.Records, 6000-from+1)
 	}
-	if sst.History.Errors != 1 || sst.History.Records != 300 || sst.GapRecords != lost || h.fails != 1 {
-		t.Fatalf("server: history %+v, %d GAP records: want 1 error, 300 records, a GAP of %d", sst.History, sst.GapRecords, lost)
+	if sst.Repair.HistoryWaits == 0 || sst.Repair.HistoryBytes < sst.History.Bytes || sst.History.Records < 4000 {
+		t.Fatalf("server: repair %+v, history %+v: want the history paid for by the budget, and waiting", sst.Repair, sst.History)
+	}
+}
+
+// TestHistoryHotThreadDefers: a direct send (here the test goroutine, as
+// it gives back a stream it held) that meets records the ring lost never
+// reads the History itself: it asks for the writer, which serves them.
+func TestHistoryHotThreadDefers(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	l, lt := newTurnedLoop(t)
+	tt := turners{tb: t, loops: []*replica.LoopTurner{lt}}
+	src := newSource(t, p.A, p.AAddr, histRing)
+	h := newMemHistory()
+	recordInto(src, h)
+	scfg, mcfg := transportConfigs("tcp")
+	scfg.Loop, scfg.History = l, h
+	srv := src.serve(scfg)
+	mcfg.From = fromOldest
+	mr := startMirror(t, p.B, p.BAddr, src, mcfg, nil)
+	src.push(10)
+	tt.until("the first records copied", func() bool { return mr.m.Stats().Next == 11 })
+	var release func() bool
+	tt.until("the writer parked", func() bool { release = replica.HoldStream(srv); return release != nil })
+	src.push(3 * histRing) // the ring laps the stream's cursor
+	if !release() {
+		t.Fatal("a direct send met records the ring lost and did not ask for the writer")
+	}
+	if h.readOn(goroutineID()) {
+		t.Fatal("the direct send read the History itself")
+	}
+	last := src.w.Next() - 1
+	tt.until("the records the ring lost served", func() bool { return mr.m.Stats().Next == last+1 })
+	sst, st := finish(t, srv, mr)
+	if st.Gaps != 0 || st.Records != last || sst.History.Records == 0 {
+		t.Fatalf("mirror: %d gaps, %d records (want %d); history %+v", st.Gaps, st.Records, last, sst.History)
+	}
+}
+
+// TestHistoryRetention: records retention took from the history after
+// they were sent, NAKed, are a GAP up to the history's first record, then
+// come from it, whether the History starts a Read at the next record it
+// holds or, stricter, delivers nothing.
+func TestHistoryRetention(t *testing.T) {
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			p, src := pairSource(t, histRing)
+			h := newMemHistory()
+			h.strict = strict
+			recordInto(src, h)
+			src.push(3000)
+			srv := src.serve(replica.ServerConfig{History: h})
+			conn := dialTCP(t, p.B, srv.Addr().String())
+			conn.SetDeadline(time.Now().Add(20 * time.Second))
+			fr := &rawFrames{t: t, br: bufio.NewReader(conn)}
+			if _, err := conn.Write(wire.AppendHello(nil, 1000, wire.Hello{Flags: wire.HelloHistory})); err != nil {
+				t.Fatal(err)
+			}
+			if g, _ := fr.next(); g.Kind != wire.KindGeometry || g.Seq != 1000 {
+				t.Fatalf("got %+v, want GEOMETRY at 1000", g)
+			}
+			fr.dataUpTo(3000)
+			h.retain(1500)
+			if _, err := conn.Write(wire.AppendNak(nil, 1200, 1799)); err != nil {
+				t.Fatal(err)
+			}
+			for {
+				g, _ := fr.next()
+				if g.Kind == wire.KindHeartbeat {
+					continue
+				}
+				if g != (wire.Header{Kind: wire.KindGap, Seq: 1500}) {
+					t.Fatalf("NAK answered %+v, want a GAP to 1500", g)
+				}
+				break
+			}
+			checkHistoryData(t, fr, h, 1500, 1799)
+			if st := srv.Stats(); st.GapRecords != 300 || st.History.Errors != 0 {
+				t.Fatalf("server: %d GAP records, history %+v: want the 300 retention took", st.GapRecords, st.History)
+			}
+		})
 	}
 }
 
@@ -227,4 +342,44 @@ func checkHistoryData(t *testing.T, fr *rawFrames, h *memHistory, first, last ui
 		}
 		next += uint64(dh.Count)
 	}
+}
+
+// TestHistoryBlobRing: a blob ring's records the ring (or its arena) lost
+// come from the history whole, a blob larger than a frame alone in its
+// frame, over TCP and after a multicast catch-up.
+func TestHistoryBlobRing(t *testing.T) {
+	eachMode(t, []string{"tcp", "multicast"}, func(t *testing.T, mode string) {
+		p := netns.NewPair(t)
+		size := sizeMix(97, 5, func(uint64) int { return 100 << 10 }, 16, 2000)
+		src := newBlobSource(t, p.A, p.AAddr, 256, 1<<20, size)
+		h := newMemHistory()
+		r := src.w.Ring()
+		slot := make([]byte, r.Layout().PayloadSize())
+		src.publish = func(seq uint64) error {
+			if err := src.pushBlob(seq); err != nil {
+				return err
+			}
+			if st, _ := r.ReadSlot(seq, slot); st != shm.SlotReady {
+				return fmt.Errorf("record %d just pushed: %v", seq, st)
+			}
+			d := shm.DecodeDescriptor(slot)
+			rec := append(append([]byte(nil), slot...), make([]byte, d.Len)...)
+			if whole, err := r.ReadBlob(d, rec[len(slot):]); err != nil || !whole {
+				return fmt.Errorf("blob %d just pushed: whole %v, %v", seq, whole, err)
+			}
+			h.add(seq, rec)
+			return nil
+		}
+		src.push(3000)
+		const from = 10
+		srv, mr := serveMirrored(t, p, src.source, mode, replica.From{Mode: replica.FromSeq, Seq: from}, nil, withHistory(h))
+		mr.waitFor(3000, 30*time.Second)
+		sst, st := finish(t, srv, mr)
+		if st.Gaps != 0 || st.Records != 3000-from+1 || sst.History.Errors != 0 || sst.History.Records < 2000 {
+			t.Fatalf("mirror: %d gaps, %d records (want %d); history %+v", st.Gaps, st.Records, 3000-from+1, sst.History)
+		}
+		if n := sameBlobs(t, src, mr.path, 1, false); n == 0 {
+			t.Fatal("no record compared")
+		}
+	})
 }
