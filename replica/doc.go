@@ -36,7 +36,9 @@
 // (WaitMode). The source: server_config.go, server.go (Serve and what it
 // starts), server_sender.go and server_feed.go (the datagrams),
 // server_session.go, server_session_write.go and server_session_read.go
-// (one mirror's TCP session), server_telemetry.go, server_stop.go. The
+// (one mirror's TCP session), history.go (what the ring lost, served from
+// ServerConfig.History where a GAP went), server_telemetry.go,
+// server_stop.go. The
 // mirror: mirror.go, mirror_connect.go, mirror_run.go, mirror_step.go,
 // mirror_sequencer.go, mirror_ring.go, mirror_wait.go. Then loop.go, and
 // docs/protocol.md beside package wire for the bytes.
@@ -121,6 +123,11 @@
 //	loopSend, and    ctx, or their member's       ctx end, Close, a          the Loop (remove)
 //	Run on a Loop    end                          failed step
 //
+// ServerConfig.History is read by a session's writer and reader only
+// (Range, Read; they park in it while it reads): a hot thread whose direct
+// send meets records the ring lost leaves them to the writer
+// (errDeferred).
+//
 // ServerConfig.Events is called from the session's goroutine (connect,
 // disconnect, reject, no punch, a handshake past its deadline), the
 // accept loop (refused, evicted, accept failed)
@@ -154,10 +161,14 @@
 // asks for the 64-bit session id (SESSION, the wide session); with
 // ServerConfig.Key and MirrorConfig.Key the session is TLS 1.3 pinned to
 // the shared key and every datagram and PUNCH is sealed (package auth).
+// HELLO bit6 (HelloHistory), answered with GeometryHistory by a source
+// with a History, has what the ring lost served from that history over
+// TCP, in order, before the ring's records (history.go).
 //
 // # Files
 //
 //	doc.go                   this overview
+//	history.go               History: records the ring lost, served from an archive, then the ring
 //	loop.go                  Loop: one locked thread that turns through many senders and mirrors
 //	loop_mirror.go           a mirror connection as a Loop member (mirrorMember)
 //	loop_server.go           a server's sender as a Loop member, and its ring watcher

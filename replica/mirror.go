@@ -103,6 +103,10 @@ type MirrorConfig struct {
 	// NoSession64 does not ask for the wide session (HelloSession64): the
 	// source's datagrams then carry only the version-1 session byte.
 	NoSession64 bool
+	// NoHistory does not announce HelloHistory: a source with a history
+	// (ServerConfig.History) then answers a start or a NAK older than its
+	// ring as one without does, with its oldest record or a GAP.
+	NoHistory bool
 }
 
 // Mirror keeps a local ring identical to a source ring: same sequence

@@ -151,6 +151,9 @@ func (m *Mirror) handshake(c *conn) error {
 	} else if !m.cfg.NoSession64 {
 		flags |= wire.HelloSession64
 	}
+	if !m.cfg.NoHistory {
+		flags |= wire.HelloHistory
+	}
 	if !m.cfg.TCPOnly {
 		flags |= wire.HelloUDP
 		if m.cfg.Unicast {
@@ -200,6 +203,7 @@ func (m *Mirror) handshake(c *conn) error {
 	if err := m.prepareRing(g, h, sid, hasSID); err != nil {
 		return err
 	}
+	m.stats.History = !m.cfg.NoHistory && h.Flags&wire.GeometryHistory != 0
 	c.telemetry = !m.cfg.NoTelemetry && h.Flags&wire.GeometryTelemetry != 0
 	c.reportOnAsk = c.telemetry && h.Flags&wire.GeometryReportOnAsk != 0
 	if h.Flags&wire.GeometryMulticast != 0 {

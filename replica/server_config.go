@@ -111,6 +111,13 @@ type ServerConfig struct {
 	// negative, ErrConfig. NewServer sets the budget up.
 	RepairRate, RepairBurst         int64
 	RepairAddrRate, RepairAddrBurst int64
+	// History, when set, holds the served ring's records past what the
+	// ring holds (an archive of it: history.go). A mirror that announces
+	// HelloHistory is sent from it, over TCP and in order, the records its
+	// HELLO or NAKs ask for that the ring lost, instead of a GAP; its
+	// frames are repair (the budget above). nil: every mirror is served
+	// from the ring alone, as a mirror that does not announce it is.
+	History History
 }
 
 // AdaptiveLinger is the linger of the adaptive pacing.

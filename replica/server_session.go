@@ -82,6 +82,10 @@ type session struct {
 	sent atomic.Uint64
 
 	telemetry bool // the mirror sends STATUS (HelloTelemetry acknowledged)
+	// history: records the ring lost come from ServerConfig.History
+	// (HelloHistory acknowledged; history.go). Set by the handshake
+	// before the reader and writer start.
+	history bool
 	// lastStatus is the mirror's last STATUS, whose texts the next reuses
 	// (the reader's only).
 	lastStatus wire.Status
@@ -138,6 +142,10 @@ type session struct {
 	askFor      atomic.Uint64
 	ask         chan struct{}
 	asked       uint64
+
+	// hist is the writer's way to the history (nil: not served; the
+	// writer goroutine's, made as writeLoop starts).
+	hist *histSession
 
 	cursor uint64 // next sequence to send over TCP (whoever owner names)
 	feed   *feed  // owner's
@@ -201,7 +209,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- ss.readLoop(br)
+		errc <- ss.readLoop(ctx, br)
 		cancel()
 	}()
 	werr := ss.writeLoop(ctx)
@@ -231,7 +239,12 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	if err != nil {
 		return err
 	}
+	// Before the writer and reader start, which serve the history.
+	ss.history = hello.Flags&wire.HelloHistory != 0 && s.cfg.History != nil
 	first, reset := s.startOf(h.Seq)
+	if ss.history && !reset {
+		first = s.historyStart(h.Seq, first)
+	}
 	ss.cursor, ss.start = first, first
 	if h.Seq != wire.StartNewest && h.Seq != wire.StartOldest && !reset {
 		ss.held = first - 1 // a resumed mirror holds what came before
@@ -270,6 +283,9 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	}
 	if ss.wide || s.keyed != nil {
 		flags |= wire.GeometrySession64
+	}
+	if ss.history {
+		flags |= wire.GeometryHistory
 	}
 	b = wire.AppendGeometry(b, first, flags, wire.GeometryOf(s.ring.Layout()))
 	if udp {

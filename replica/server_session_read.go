@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -11,7 +12,7 @@ import (
 
 // readLoop reads the mirror's frames: NAKs, answered from the ring, and
 // STATUS frames, applied to the table of mirrors.
-func (ss *session) readLoop(br *bufio.Reader) error {
+func (ss *session) readLoop(ctx context.Context, br *bufio.Reader) error {
 	defer ss.srv.guardRing(guard()) // NAKs are answered from the ring
 	nf := newFeed(ss.srv.ring)
 	buf := make([]byte, 0, tcpFrameMax+wire.HeaderSize)
@@ -23,6 +24,7 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 	in := make([]byte, maxLen) // every frame's payload, in turn
 	pace := ss.srv.repairPacer(ss.peer, false, ss.pause)
 	defer pace.release()
+	hs := ss.newHistSession(ctx, pace)
 	for {
 		h, p, err := readFrameInto(br, maxLen, in)
 		if err != nil {
@@ -58,7 +60,7 @@ func (ss *session) readLoop(br *bufio.Reader) error {
 		// is left for the mirror's repeat of the NAK.
 		for seq := max(first, answered+1); seq <= last; {
 			from := seq
-			buf, seq, err = ss.sendPaced(nf, buf, seq, last, true, ss.write, pace)
+			buf, seq, err = ss.sendPaced(nf, buf, seq, last, true, ss.write, pace, hs)
 			if seq > from {
 				answered = seq - 1
 			}

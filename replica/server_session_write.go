@@ -16,14 +16,17 @@ import (
 // next record that will come. nak marks the answer to a NAK. write sends
 // frames (ss.write; sendDirect's writeDirect).
 func (ss *session) sendRange(f *feed, buf []byte, from, to uint64, nak bool, write func([]byte, bool) error) ([]byte, uint64, error) {
-	return ss.sendPaced(f, buf, from, to, nak, write, nil)
+	return ss.sendPaced(f, buf, from, to, nak, write, nil, nil)
 }
 
 // sendPaced is sendRange with the DATA frames paid for by p, the repair
 // budget (nil: not paced). When the budget cannot pay for the next frame
 // soon enough, it flushes what went before and returns errRepairLater
-// with the sequence that frame would have started at.
-func (ss *session) sendPaced(f *feed, buf []byte, from, to uint64, nak bool, write func([]byte, bool) error, p *pacer) ([]byte, uint64, error) {
+// with the sequence that frame would have started at. Records the ring
+// lost come from the history when the session serves it (history.go),
+// through hs, the calling goroutine's way to it (nil on a hot thread: it
+// returns errDeferred there, for the writer).
+func (ss *session) sendPaced(f *feed, buf []byte, from, to uint64, nak bool, write func([]byte, bool) error, p *pacer, hs *histSession) ([]byte, uint64, error) {
 	s := ss.srv
 	seq, sentBytes := from, 0
 	for seq <= to && sentBytes < burstBytes {
@@ -62,6 +65,18 @@ func (ss *session) sendPaced(f *feed, buf []byte, from, to uint64, nak bool, wri
 			// Name the next record of this range, never one past it:
 			// what lies beyond was not asked for, and a mirror may hold it.
 			next := min(f.skipLost(seq, to), to+1)
+			if ss.history && next > seq {
+				var n int
+				var err error
+				buf, seq, next, n, err = ss.fromHistory(hs, f, buf, seq, next, nak, write, burstBytes-sentBytes)
+				sentBytes += n
+				if err != nil || seq == next {
+					if err != nil {
+						return buf, seq, err
+					}
+					continue // the ring, or the history, goes on from seq
+				}
+			}
 			var b [wire.HeaderSize]byte
 			wire.Header{Kind: wire.KindGap, Seq: next}.Put(b[:])
 			storeMax(&ss.sent, next-1) // before the write, as for DATA
@@ -87,6 +102,8 @@ func (ss *session) writeLoop(ctx context.Context) error {
 	histEnd := s.ring.WriteSeq()
 	hist := s.repairPacer(ss.peer, true, func(d time.Duration) { ss.sleep(ctx, d, false) })
 	defer hist.release()
+	// Records from the History are repair wherever they fall: the history's budget.
+	ss.hist = ss.newHistSession(ctx, hist)
 	for ctx.Err() == nil {
 		select {
 		case <-s.stop.begun:
@@ -116,15 +133,15 @@ func (ss *session) writeLoop(ctx context.Context) error {
 			}
 			trace.Stamp(trace.Sending, ss.cursor)
 			var err error
-			ss.buf, ss.cursor, err = ss.sendPaced(ss.feed, ss.buf, ss.cursor, to, false, ss.write, p)
+			ss.buf, ss.cursor, err = ss.sendPaced(ss.feed, ss.buf, ss.cursor, to, false, ss.write, p, ss.hist)
 			if errors.Is(err, errRepairLater) {
 				ss.sleep(ctx, repairQueue, false) // the budget refills; the mirror hears a heartbeat
 				err = ss.heartbeatIfIdle(ss.sent.Load())
 			} else if err == nil {
 				trace.Stamp(trace.Sent, ss.cursor-1)
 			}
-			if err != nil {
-				return err
+			if err != nil && (ctx.Err() == nil || !errors.Is(err, ctx.Err())) {
+				return err // a history read the session's end cut short ends the loop below
 			}
 			continue
 		}

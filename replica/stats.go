@@ -9,6 +9,9 @@ import (
 // MirrorStats counts a mirror's activity.
 type MirrorStats struct {
 	Transport string // "tcp", "udp", or the datagram transport's name
+	// History: the source serves this connection from its history what
+	// its ring no longer holds (it acknowledged HelloHistory).
+	History bool
 
 	Frames    uint64 // DATA frames received (TCP and UDP)
 	Datagrams uint64 // datagrams received
@@ -116,6 +119,22 @@ type ServerStats struct {
 
 	// Repair is the repair budget's account (ServerConfig.RepairRate).
 	Repair RepairStats
+	// History counts what sessions served from ServerConfig.History.
+	History HistoryStats
+}
+
+// HistoryStats counts the records sessions sent from ServerConfig.History
+// (history.go): records the ring no longer held. Its frames count in
+// TCPFrames and TCPRecord too, its NAK answers in Retransmitted, the GAPs
+// for its holes in Gaps and GapRecords.
+type HistoryStats struct {
+	Records uint64 // records sent from the history
+	Bytes   uint64 // bytes of the DATA frames carrying them, headers included
+	Reads   uint64 // History.Read calls
+	// Errors counts the reads that failed (an error, a record out of
+	// order or of the wrong shape): the session sent a GAP for the rest
+	// of the range, up to what the ring holds.
+	Errors uint64
 }
 
 // RepairStats counts what the repair budget let through and held back
@@ -155,6 +174,8 @@ type serverCounters struct {
 	frames, datagrams, records, tcpFrames, tcpRecords, syscalls   atomic.Uint64
 	naks, retrans, gaps, gapRecords, heartbeats, skipped, badConn atomic.Uint64
 	badPunch, badDgram, handoffs, refused, acceptErrors           atomic.Uint64
+	// The history's (history.go): a session's reader or writer.
+	histRecords, histBytes, histReads, histErrors atomic.Uint64
 
 	refusedBy [refusalKinds]atomic.Uint64 // refused, by kind
 	// repair is the repair budget, with its counters (server_budget.go).
@@ -176,7 +197,9 @@ func (s *Server) Stats() ServerStats {
 		BadDatagram: st.badDgram.Load(), Handoffs: st.handoffs.Load(), Refused: st.refused.Load(),
 		AcceptErrors: st.acceptErrors.Load(), LastSent: s.lastSent.Load(), WriteSeq: s.ring.WriteSeq(),
 		DirectSends: s.directSends.Load(), SessionKicks: s.sessionKicks.Load(), SenderWaits: s.senderWaits.Load(),
-		SenderBusyYields: s.senderBusyYields.Load(), Repair: st.repair.stats()}
+		SenderBusyYields: s.senderBusyYields.Load(), Repair: st.repair.stats(),
+		History: HistoryStats{Records: st.histRecords.Load(), Bytes: st.histBytes.Load(),
+			Reads: st.histReads.Load(), Errors: st.histErrors.Load()}}
 	s.refusalStats(&out)
 	if sn := s.sender.Load(); sn != nil {
 		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()

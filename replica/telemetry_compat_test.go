@@ -160,7 +160,7 @@ func TestTelemetryOldSource(t *testing.T) {
 			r.after, _ = io.ReadAll(c)
 		}()
 		m, err := replica.NewMirror(replica.MirrorConfig{Source: ln.Addr().String(), Ring: t.TempDir() + "/m",
-			TCPOnly: true, Once: true, NoTelemetry: off, NoSession64: off, StatusInterval: 10 * time.Millisecond, From: fromOldest})
+			TCPOnly: true, Once: true, NoTelemetry: off, NoSession64: off, NoHistory: off, StatusInterval: 10 * time.Millisecond, From: fromOldest})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,7 +169,7 @@ func TestTelemetryOldSource(t *testing.T) {
 		}
 		r := <-res
 		ln.Close()
-		flags := wire.HelloTelemetry | wire.HelloReportOnAsk | wire.HelloSession64 // extensions a version-1 source ignores
+		flags := wire.HelloTelemetry | wire.HelloReportOnAsk | wire.HelloSession64 | wire.HelloHistory // extensions a version-1 source ignores
 		if off {
 			flags = 0 // exactly version 1
 		}

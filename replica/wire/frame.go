@@ -90,6 +90,11 @@ const (
 	// GeometryReportOnAsk. A source nobody waits on then hears from its
 	// mirrors once per interval, not once per burst of records.
 	HelloReportOnAsk uint8 = 1 << 5
+	// HelloHistory: the mirror takes records its source's ring no longer
+	// holds from the source's history (an archive of the ring), over TCP,
+	// where a version-1 source sends GAP; the source acknowledges with
+	// GeometryHistory.
+	HelloHistory uint8 = 1 << 6
 )
 
 // GEOMETRY flags.
@@ -106,6 +111,10 @@ const (
 	// STATUS (set only with GeometryTelemetry, for a mirror that announced
 	// HelloReportOnAsk).
 	GeometryReportOnAsk uint8 = 1 << 4
+	// GeometryHistory: the source serves this session from its history
+	// what its ring no longer holds (set only for a mirror that announced
+	// HelloHistory, by a source that has a history).
+	GeometryHistory uint8 = 1 << 5
 )
 
 // HELLO start sequences.

@@ -348,3 +348,19 @@ func TestParseMulticastRejects(t *testing.T) {
 		t.Errorf("15 bytes: %v", err)
 	}
 }
+
+// TestHistoryFlagBits pins the history extension's bits: append-only, the
+// next free ones.
+func TestHistoryFlagBits(t *testing.T) {
+	if HelloHistory != 1<<6 || GeometryHistory != 1<<5 {
+		t.Errorf("flag bits %#x %#x", HelloHistory, GeometryHistory)
+	}
+	all := HelloUDP | HelloUnicast | HelloTelemetry | HelloKeyed | HelloSession64 | HelloReportOnAsk
+	if HelloHistory&all != 0 {
+		t.Errorf("HelloHistory %#x overlaps %#x", HelloHistory, all)
+	}
+	geo := GeometryReset | GeometryMulticast | GeometryTelemetry | GeometrySession64 | GeometryReportOnAsk
+	if GeometryHistory&geo != 0 {
+		t.Errorf("GeometryHistory %#x overlaps %#x", GeometryHistory, geo)
+	}
+}
