@@ -62,8 +62,10 @@ func (h *History) Range() (first, last uint64, ok bool) {
 
 // Read calls fn with each record from sequence from on, in order, up to
 // and including to, while fn returns true: rec is valid only during the
-// call. A gap, or the end of what is written, ends it. It returns the
-// sequence after the last record delivered (from when none was).
+// call. The first record delivered is the first held at or after from
+// (past a gap, or what retention removed, that from falls in); a later
+// gap, or the end of what is written, ends it. It returns the sequence
+// after the last record delivered (from when none was).
 func (h *History) Read(ctx context.Context, from, to uint64, fn func(seq uint64, rec []byte) bool) (uint64, error) {
 	ep := h.find()
 	if ep == 0 || from > to {
@@ -77,21 +79,23 @@ func (h *History) Read(ctx context.Context, from, to uint64, fn func(seq uint64,
 		return from, err
 	}
 	defer c.Close()
-	next := from
-	for next <= to && ctx.Err() == nil {
+	next, started := from, false
+	for ctx.Err() == nil {
 		e, err := c.Next()
 		switch {
 		case errors.Is(err, io.EOF):
 			return next, nil
 		case err != nil:
 			return next, err
-		case e.Kind != KindRecord || e.Seq != next:
-			return next, nil // a gap, or the history starts after from
+		case e.Kind == KindGap && !started:
+			continue // the hole from falls in: start after it
+		case e.Kind == KindGap, started && e.Seq != next, e.Seq > to:
+			return next, nil
 		}
 		if !fn(e.Seq, e.Rec) {
 			return next, nil
 		}
-		next++
+		next, started = e.Seq+1, true
 	}
 	return next, ctx.Err()
 }

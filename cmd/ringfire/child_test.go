@@ -143,6 +143,19 @@ func (c *child) waitLogs(t *testing.T, n int, s string) {
 	testenv.Until(t, 20*time.Second, fmt.Sprintf("%d log lines with %q", n, s), func() bool { return strings.Count(c.logs(), s) >= n })
 }
 
+// exited waits for the child to exit on its own, with status 0.
+func (c *child) exited(t *testing.T) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s still runs:\n%s", c.name, c.logs())
+	}
+	if c.err != nil {
+		t.Fatalf("%s exited with %v:\n%s", c.name, c.err, c.logs())
+	}
+}
+
 // exitedWithError waits for the child to exit on its own, with status 1
 // (an error it reported), not 2 (a Go runtime crash) nor a signal.
 func (c *child) exitedWithError(t *testing.T) {

@@ -103,6 +103,10 @@ func newCollector(set *unitSet) *collector {
 		{"repair_naks_refused", "NAKs left unanswered, in whole or in part, for the mirror's repeat: the repair budget could not pay within 100 ms.", func(s replica.ServerStats) uint64 { return s.Repair.NaksRefused }},
 		{"repair_naks_refused_by_address", "NAKs left unanswered for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.NaksRefusedByAddr }},
 		{"repair_history_waits", "Waits of sessions' history for the repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryWaits }},
+		{"history_records", "Records sent from the archive (--archive): what the ring no longer held.", func(s replica.ServerStats) uint64 { return s.History.Records }},
+		{"history_bytes", "Bytes of records sent from the archive.", func(s replica.ServerStats) uint64 { return s.History.Bytes }},
+		{"history_reads", "Reads of the archive.", func(s replica.ServerStats) uint64 { return s.History.Reads }},
+		{"history_errors", "Reads of the archive that failed (the mirror got a gap instead).", func(s replica.ServerStats) uint64 { return s.History.Errors }},
 		{"repair_history_waits_by_address", "Waits of sessions' history for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryWaitsByAddr }},
 	} {
 		srv("serve_"+m.name+"_total", m.help, k, func(s replica.ServerStats) float64 { return float64(m.v(s)) })
@@ -153,6 +157,12 @@ func (c *collector) addLocal() {
 	loc("naks_total", "NAK frames sent.", k, func(s replica.MirrorStats) float64 { return float64(s.NaksSent) })
 	loc("gap_records_total", "Records lost (GAP).", k, func(s replica.MirrorStats) float64 { return float64(s.Gaps) })
 	loc("source_errors_total", "Connections ended for a protocol error of the source (malformed frame, non-canonical GEOMETRY, unbacked GAP).", k, func(s replica.MirrorStats) float64 { return float64(s.SourceErrors) })
+	loc("history", "1 while the source serves this mirror what its ring lost from its archive (serve --archive).", g, func(s replica.MirrorStats) float64 {
+		if s.History {
+			return 1
+		}
+		return 0
+	})
 	loc("source_silent_total", "Connections ended because the source sent nothing for --source-timeout.", k, func(s replica.MirrorStats) float64 { return float64(s.SourceSilent) })
 	loc("ring_cuts_total", "Sessions ended because the mirror ring's file was cut under its mapping; the next starts a fresh ring.", k, func(s replica.MirrorStats) float64 { return float64(s.RingCuts) })
 	loc("dropped_total", "Datagrams dropped: malformed, other session, foreign, far ahead, bad tag, replayed.", k, func(s replica.MirrorStats) float64 {

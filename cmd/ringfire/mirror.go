@@ -38,6 +38,7 @@ type mirrorFlags struct {
 	loop                            *replica.Loop // ringfire run's, when its file has a loop key
 	from, iface                     string
 	unicast, tcp, once, noTelemetry bool
+	noHistory                       bool
 	anySource                       bool
 	reconnectMS                     int
 	maxSize                         mirrorMaxSize
@@ -61,7 +62,8 @@ func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
 		"Whatever the limit, the ring must fit the free space of PATH's filesystem when it is created: on a tmpfs such as /dev/shm both bound it")
 	fs.Var(&f.sourceTimeout, "source-timeout", "reconnect when the source has sent nothing (no record, no heartbeat: a source sends one every 200 ms) for `DURATION` "+
 		"(at least 500ms; 0: never); a GAP past what the source announced must be backed within it too")
-	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id")
+	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id, no history")
+	fs.BoolVar(&f.noHistory, "no-history", false, "do not ask a source serving an archive (serve --archive) for the records its ring lost: take a gap")
 	fs.BoolVar(&f.anySource, "any-source", false, "accept datagrams from any address (default: only from the source's)")
 	f.key.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
 	f.xdp.add(fs)

@@ -42,7 +42,12 @@ counted by kind. Repair (NAK answers, and the history a mirror asks for) is
 paced by token buckets of bytes per address and in total (--repair-*), each
 holding one full catch-up of the ring; live records are never paced, and a
 NAK the budget cannot answer within 100 ms waits for the
-mirror's repeat.`
+mirror's repeat. With --archive DIR (what "ringfire record PATH DIR"
+writes), a mirror that asks for records the ring no longer holds (mirror
+--from N) or NAKs them is sent them from the archive, in order over TCP,
+paced by the repair budget, and then the ring's: no gap, no duplicate.
+Only records neither holds are a gap; a mirror too old to announce it
+gets a gap, as without --archive.`
 
 type serveFlags struct {
 	bind, unix, multicast string
@@ -58,6 +63,7 @@ type serveFlags struct {
 	handshakeTimeout time.Duration
 	pendingPerAddr   int
 	repair           repairFlags
+	archive          string
 }
 
 // addServeFlags registers the flags that describe how one ring is served:
@@ -82,6 +88,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.DurationVar(&f.handshakeTimeout, "handshake-timeout", replica.DefaultHandshakeTimeout,
 		"close a connection whose handshake, TLS included, is not done within this `duration` (100ms..5m), telling the peer why")
 	f.repair.add(fs)
+	fs.StringVar(&f.archive, "archive", "", "answer a mirror asking for records the ring no longer holds from the archive in `DIR` (ringfire record of this ring), then go on with the ring: no gap")
 	f.key.add(fs, "with --key, also encrypt the datagrams' payloads (TCP is always encrypted under a key)")
 	f.xdp.add(fs)
 	return f
@@ -325,6 +332,9 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 	r := st.Repair
 	fmt.Fprintf(w, "  repair: bytes %d (history %d); NAKs paced %d, left for a repeat %d; history waits %d\n",
 		r.Bytes, r.HistoryBytes, r.NaksDeferred, r.NaksRefused, r.HistoryWaits)
+	if h := st.History; h.Reads > 0 {
+		fmt.Fprintf(w, "  archive: records %d, bytes %d, reads %d, errors %d\n", h.Records, h.Bytes, h.Reads, h.Errors)
+	}
 }
 
 // logEvent logs a server event: lag warnings at WARN with the mirror's

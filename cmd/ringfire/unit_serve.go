@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ringfire/ringfire/archive"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
 )
@@ -27,6 +28,9 @@ type serveUnit struct {
 	// cuts counts the served rings whose file was cut under their
 	// mapping (each ended a server; Server's own counters start again).
 	cuts atomic.Uint64
+	// archive is --archive's reader (nil: none): mirrors asking for what
+	// the ring lost are served from it.
+	archive *archive.Reader
 }
 
 // unit validates the flags and returns the unit serving path.
@@ -44,7 +48,11 @@ func (f *serveFlags) unit(path string, log *slog.Logger) (*serveUnit, error) {
 		return nil, usagef("--xdp/--transport carries datagrams: it needs --multicast or --udp")
 	}
 	cfg.NewTransport = newOpener(tc, &f.xdp, log).serverTransport()
-	return &serveUnit{name: ringName(path), path: path, cfg: cfg, log: log, live: new(liveServer)}, nil
+	ar, err := openArchive(f.archive)
+	if err != nil {
+		return nil, err
+	}
+	return &serveUnit{name: ringName(path), path: path, cfg: cfg, log: log, live: new(liveServer), archive: ar}, nil
 }
 
 // run serves until ctx ends. started is called with each server once it
@@ -116,7 +124,7 @@ func (u *serveUnit) open(ctx context.Context, wait, cut bool) (*replica.Server, 
 	defer t.Stop()
 	for {
 		var srv *replica.Server
-		err := shm.Protect(func() (err error) { srv, err = replica.NewServer(u.cfg); return err }) // cut as it opens
+		err := shm.Protect(func() (err error) { srv, err = u.newServer(); return err }) // cut as it opens
 		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic) || cut && errors.Is(err, shm.ErrTruncated)
 		switch {
 		case err == nil:

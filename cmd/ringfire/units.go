@@ -117,7 +117,8 @@ func (s supervisedServe) Run(ctx context.Context, up func()) error {
 	u := s.u
 	return u.run(ctx, func(context.Context, *replica.Server) { up() }, func(st replica.ServerStats) {
 		u.log.Info("stopped serving", "mirrors", st.Mirrors, "write_seq", st.WriteSeq, "last_sent", st.LastSent,
-			"records", st.Records, "datagrams", st.Datagrams, "tcp_records", st.TCPRecord, "naks_answered", st.NaksAnswered)
+			"records", st.Records, "datagrams", st.Datagrams, "tcp_records", st.TCPRecord, "naks_answered", st.NaksAnswered,
+			"history_records", st.History.Records)
 	})
 }
 
