@@ -3,8 +3,6 @@ package archive
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
-	"io"
 	"testing"
 )
 
@@ -39,18 +37,7 @@ func readAll(t testing.TB, r *Reader, epoch, seq uint64) []Entry {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	var out []Entry
-	for {
-		e, err := c.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.Rec = bytes.Clone(e.Rec)
-		out = append(out, e)
-	}
+	return rcDrain(t, c)
 }
 
 // checkRecords fails unless es are records from..to, in order, intact.
