@@ -46,6 +46,9 @@
 //	reader.go     Reader: Seek, SeekTime
 //	cursor.go     Cursor: Next, across segments, following a writer
 //	epochs.go     Epochs and Verify
+//	recorder.go   Recorder: follows a ring into a Writer; Start, ParseStart
+//	ringread.go   the Recorder's reads of the ring: records, gaps, flushes
+//	replay.go     Replay: an epoch back into a (sparse) ring, paced
 //	stats.go      WriterStats
 //	errors.go     the sentinel errors
 package archive

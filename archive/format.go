@@ -78,6 +78,16 @@ func GeometryOf(l shm.Layout) Geometry {
 // Blob reports whether the ring's records carry blobs.
 func (g Geometry) Blob() bool { return g.Flags&shm.FlagArena != 0 }
 
+// maxBody is the largest entry body (length word) of this geometry: a
+// record's slot payload and, for a blob ring, an arena's worth of blob.
+func (g Geometry) maxBody() int {
+	n := uint64(g.PayloadSize)
+	if g.Blob() {
+		n += min(g.ArenaSize, 1<<30)
+	}
+	return entryFixed + int(max(n, 8))
+}
+
 // RingConfig is the configuration of a ring that takes these records at
 // their own sequence numbers: SPARSE, so that gaps are holes.
 func (g Geometry) RingConfig() shm.RingConfig {
@@ -144,8 +154,11 @@ func parseHeader(b []byte) (header, error) {
 	h.Source = Source{Dev: le.Uint64(b[40:]), Ino: le.Uint64(b[48:]), Geometry: Geometry{
 		PayloadSize: le.Uint32(b[56:]), Flags: shm.Flags(le.Uint32(b[60:])), Capacity: le.Uint64(b[64:]),
 		ArenaSize: le.Uint64(b[72:]), SchemaSig: le.Uint64(b[80:])}}
-	if h.First == 0 || h.Source.PayloadSize == 0 {
-		return header{}, fmt.Errorf("%w: header with first sequence %d, payload size %d", ErrCorrupt, h.First, h.Source.PayloadSize)
+	if h.First == 0 {
+		return header{}, fmt.Errorf("%w: header with first sequence 0", ErrCorrupt)
+	}
+	if _, err := shm.NewLayout(h.Source.RingConfig()); err != nil {
+		return header{}, fmt.Errorf("%w: header's ring geometry: %w", ErrCorrupt, err)
 	}
 	return h, nil
 }

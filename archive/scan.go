@@ -45,7 +45,7 @@ func (s *scanner) next() (Entry, int64, error) {
 		return Entry{}, off, err
 	}
 	n, ok := bodyLen(head)
-	if !ok {
+	if !ok || n > s.geo.maxBody() {
 		return Entry{}, off, fmt.Errorf("%w: %w: entry length %d at offset %d", errTorn, ErrCorrupt, n, off)
 	}
 	b, err := s.bytes(off, 8+n)
@@ -71,6 +71,14 @@ func (s *scanner) bytes(off int64, n int) ([]byte, error) {
 		return s.buf[i : i+int64(n)], nil
 	}
 	want := max(n, scanChunk)
+	if n > scanChunk { // allocate for a large entry only once its last byte is there
+		if _, err := s.r.ReadAt(make([]byte, 1), off+int64(n)-1); err != nil {
+			if err == io.EOF {
+				return nil, fmt.Errorf("%w: %d bytes at offset %d past the end", errTorn, n, off)
+			}
+			return nil, err
+		}
+	}
 	if cap(s.buf) < want {
 		s.buf = make([]byte, 0, want)
 	}

@@ -85,12 +85,14 @@ func (w *Writer) recover() error {
 	if err != nil {
 		return err
 	}
+	var prev segment // the last sealed segment
+	var prevX *index
 	for i, s := range segs {
-		last := i == len(segs)-1
 		switch {
 		case s.sealed:
-			err = w.adoptSealed(s, last)
-		case last:
+			prev = s
+			prevX, err = w.adoptSealed(s)
+		case i == len(segs)-1:
 			err = w.adoptLast(s)
 		default:
 			err = w.sealLeft(s)
@@ -99,6 +101,18 @@ func (w *Writer) recover() error {
 			return fmt.Errorf("segment %s: %w", s.data(), err)
 		}
 	}
+	if w.begun || prevX == nil {
+		return nil
+	}
+	// The archive ends with a sealed segment (or one whose torn header
+	// held nothing and went): it tells where the archive ends.
+	h, err := segHeader(prev, prevX)
+	if err != nil {
+		return fmt.Errorf("segment %s: %w", prev.data(), err)
+	}
+	w.epoch, w.src, w.last, w.lastTime, w.begun = h.Epoch, h.Source, prevX.last, prevX.lastTime, true
+	w.st.epoch.Store(w.epoch)
+	w.st.last.Store(w.last)
 	return nil
 }
 
@@ -111,25 +125,16 @@ func (w *Writer) removeTemps() {
 	}
 }
 
-// adoptSealed takes a sealed segment as it is; the last one tells where
-// the archive ends.
-func (w *Writer) adoptSealed(s segment, last bool) error {
+// adoptSealed takes a sealed segment as it is, and returns its index.
+func (w *Writer) adoptSealed(s segment) (*index, error) {
 	x, err := readIndex(s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if x.blockSize > 0 && fileExists(s.base+dataExt) {
 		os.Remove(s.base + dataExt) // compressed, then cut before the plain file went
 	}
-	if !last {
-		return nil
-	}
-	h, err := segHeader(s, x)
-	if err != nil {
-		return err
-	}
-	w.epoch, w.src, w.last, w.lastTime, w.begun = h.Epoch, h.Source, x.last, x.lastTime, true
-	return nil
+	return x, nil
 }
 
 // segHeader reads the header of a sealed segment.
