@@ -83,7 +83,7 @@ func TestRunExampleParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tablesOf(c, supervisor.Serve)) != 3 || len(tablesOf(c, supervisor.Mirror)) != 2 || c.Metrics == "" {
+	if len(tablesOf(c, supervisor.Serve)) != 3 || len(tablesOf(c, supervisor.Mirror)) != 2 || len(tablesOf(c, supervisor.Record)) != 1 || c.Metrics == "" {
 		t.Fatalf("example: %+v", c)
 	}
 	b := newUnitBuilder(discardLogger())
