@@ -29,8 +29,9 @@ type collector struct {
 	// cuts counts a served ring's files cut under their mapping: it
 	// outlives each server, so it is there while serve waits for a ring.
 	cuts *prometheus.Desc
-	// recordInfo carries a recorder's archive directory (value 1).
-	recordInfo *prometheus.Desc
+	// recordInfo carries a recorder's archive directory (value 1);
+	// recordFailures counts its runs that failed, across restarts.
+	recordInfo, recordFailures *prometheus.Desc
 }
 
 // ringMetric is one series per ring, read from S, a unit's counters.

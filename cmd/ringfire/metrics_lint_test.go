@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -105,7 +106,7 @@ func recordUnitOfRing(t *testing.T, ring string) *recordUnit {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := &recordUnit{name: ringName(ring), ring: ring, dir: "archive"}
+	u := &recordUnit{name: ringName(ring), ring: ring, dir: "archive", failures: new(atomic.Uint64)}
 	u.live.Store(r)
 	return u
 }

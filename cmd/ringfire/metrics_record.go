@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/ringfire/ringfire/archive"
+	"github.com/ringfire/ringfire/internal/supervisor"
 )
 
 // addRecord describes the recorders' series (ringfire_record_*): one per
@@ -37,6 +38,8 @@ func (c *collector) addRecord() {
 	} {
 		rec(m.name+"_total", m.help, k, func(s archive.RecorderStats) float64 { return float64(m.v(s)) })
 	}
+	c.recordFailures = prometheus.NewDesc("ringfire_record_failures_total",
+		"Times recording stopped on an error: the archive could not be opened or written (a full disk); ringfire run retries after its back-off.", ringLabels, nil)
 	c.recordInfo = prometheus.NewDesc("ringfire_record_info", "A recorder's archive directory (value 1).", []string{"ring", "dir"}, nil)
 }
 
@@ -46,12 +49,35 @@ func (c *collector) describeRecord(ch chan<- *prometheus.Desc) {
 		ch <- m.d
 	}
 	ch <- c.recordInfo
+	ch <- c.recordFailures
 }
 
-// collectRecord sends each recorder's series.
+// collectRecord sends each recorder's series. Under ringfire run, a
+// [[record]] unit waiting out its back-off after a failure has only its
+// failure count (the supervisor's: it outlives each run).
 func (c *collector) collectRecord(ch chan<- prometheus.Metric) {
-	for _, u := range c.set.recorders() {
-		emit(ch, c.record, u.stats(), u.name)
-		ch <- prometheus.MustNewConstMetric(c.recordInfo, prometheus.GaugeValue, 1, u.name, u.dir)
+	failures := func(name string, n uint64) {
+		ch <- prometheus.MustNewConstMetric(c.recordFailures, prometheus.CounterValue, float64(n), name)
 	}
+	if c.set.sup != nil {
+		for _, st := range c.set.sup.Snapshot() {
+			if st.Table.Kind != supervisor.Record {
+				continue
+			}
+			failures(st.Table.Name, uint64(st.Failures))
+			if u, ok := st.Unit.(supervisedRecord); ok {
+				c.emitRecord(ch, u.u)
+			}
+		}
+		return
+	}
+	for _, u := range c.set.recorders() {
+		c.emitRecord(ch, u)
+		failures(u.name, u.failures.Load())
+	}
+}
+
+func (c *collector) emitRecord(ch chan<- prometheus.Metric, u *recordUnit) {
+	emit(ch, c.record, u.stats(), u.name)
+	ch <- prometheus.MustNewConstMetric(c.recordInfo, prometheus.GaugeValue, 1, u.name, u.dir)
 }

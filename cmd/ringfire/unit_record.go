@@ -24,6 +24,10 @@ type recordUnit struct {
 	// live is the recorder running now (nil before the archive opens);
 	// it stays after run returns, for the final counters.
 	live atomic.Pointer[archive.Recorder]
+	// failures counts the runs that ended on an error (the archive could
+	// not be opened or written): record's metric (ringfire run's is its
+	// supervisor's count, which outlives each unit built).
+	failures *atomic.Uint64
 }
 
 // unit validates the flags and returns the unit recording ring into dir.
@@ -32,7 +36,7 @@ func (f *recordFlags) unit(ring, dir string, log *slog.Logger) (*recordUnit, err
 	if err != nil {
 		return nil, err
 	}
-	return &recordUnit{name: ringName(ring), ring: ring, dir: dir, from: f.from, opts: opts, cfg: cfg, log: log}, nil
+	return &recordUnit{name: ringName(ring), ring: ring, dir: dir, from: f.from, opts: opts, cfg: cfg, log: log, failures: new(atomic.Uint64)}, nil
 }
 
 // recordWatch is how often run looks at the recorder's counters to log a
@@ -43,6 +47,14 @@ const recordWatch = 100 * time.Millisecond
 // error naming DIR, after one line logged with it. started, when set, is
 // called once the archive is open.
 func (u *recordUnit) run(ctx context.Context, started func()) error {
+	err := u.record(ctx, started)
+	if err != nil {
+		u.failures.Add(1)
+	}
+	return err
+}
+
+func (u *recordUnit) record(ctx context.Context, started func()) error {
 	w, err := archive.OpenWriter(u.dir, u.opts)
 	if err != nil {
 		u.log.Error("cannot open the archive", "dir", u.dir, "err", err)
