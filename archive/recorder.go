@@ -126,9 +126,8 @@ type Recorder struct {
 
 // recorderCounters are what Stats reads from other goroutines.
 type recorderCounters struct {
-	next, writeSeq         atomic.Uint64
+	epoch, next, writeSeq  atomic.Uint64
 	epochs, replaced, cuts atomic.Uint64
-	ring                   atomic.Pointer[string]
 }
 
 // NewRecorder makes a recorder of the ring cfg.Ring into w. Run starts it.
@@ -140,14 +139,13 @@ func NewRecorder(w *Writer, cfg RecorderConfig) (*Recorder, error) {
 		return nil, err
 	}
 	r := &Recorder{w: w, cfg: cfg, ws: shm.FutexWait(64), base: w.Stats()}
-	r.st.ring.Store(&r.cfg.Ring)
 	return r, nil
 }
 
 // RecorderStats counts a Recorder's work.
 type RecorderStats struct {
 	Ring     string
-	Epoch    uint64 // the epoch being written
+	Epoch    uint64 // the epoch being recorded (0 before the first ring)
 	Next     uint64 // next sequence to record
 	WriteSeq uint64 // the ring's write_seq when last seen
 	Lag      uint64 // WriteSeq - (Next-1)
@@ -161,7 +159,7 @@ type RecorderStats struct {
 // Stats returns the recorder's counters; safe from any goroutine.
 func (r *Recorder) Stats() RecorderStats {
 	ws := r.w.Stats()
-	s := RecorderStats{Ring: *r.st.ring.Load(), Epoch: ws.Epoch, Next: r.st.next.Load(), WriteSeq: r.st.writeSeq.Load(),
+	s := RecorderStats{Ring: r.cfg.Ring, Epoch: r.st.epoch.Load(), Next: r.st.next.Load(), WriteSeq: r.st.writeSeq.Load(),
 		Records: ws.Records - r.base.Records, Gaps: ws.Gaps - r.base.Gaps, GapRecords: ws.GapRecords - r.base.GapRecords,
 		Epochs: r.st.epochs.Load(), Replaced: r.st.replaced.Load(), Cuts: r.st.cuts.Load(), Writer: ws}
 	if s.Next > 0 && s.WriteSeq >= s.Next {
@@ -240,6 +238,7 @@ func (r *Recorder) attach() (ok bool, err error) {
 	if fresh {
 		r.st.epochs.Add(1)
 	}
+	r.st.epoch.Store(r.w.epoch)
 	r.ring, r.src, r.started = ring, src, true
 	r.blob, r.payload = src.Blob(), int(src.PayloadSize)
 	if cap(r.rec) < r.payload {

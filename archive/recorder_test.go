@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/ringfire/ringfire/internal/testenv"
 )
@@ -132,32 +133,96 @@ func TestRecordLapped(t *testing.T) {
 	t.Logf("%d records, %d gaps over %d records", st.Records, gaps, gapRecs)
 }
 
-// TestRecordRestart: a producer that restarts (a new ring at the path)
-// under the recorder starts a new epoch; both epochs hold their ring's
-// records, and nothing of one is in the other.
+// TestRecordRestart: a producer that restarts under the recorder (a
+// new ring at the path: created over the old file, as --replace does,
+// or after it was removed) starts a new epoch; both epochs hold their
+// ring's records, and nothing of one is in the other.
 func TestRecordRestart(t *testing.T) {
+	for _, how := range []string{"replace", "remove"} {
+		t.Run(how, func(t *testing.T) {
+			ring, dir := rcShmPath(t), t.TempDir()
+			p := rcRing(t, ring, 256)
+			rcPush(t, p, 1, 100, 1)
+			w := rcOpenWriter(t, dir, Options{})
+			run := rcRecord(t, w, RecorderConfig{Ring: ring})
+			run.until(t, 100)
+			p.Close()
+			if how == "remove" {
+				if err := os.Remove(ring); err != nil {
+					t.Fatal(err)
+				}
+				testenv.Until(t, rcWait, "the removal seen", func() bool { return run.r.Stats().Replaced == 1 })
+			}
+			p = rcRing(t, ring, 256) // over the stale ring: a new file
+			rcPush(t, p, 1, 50, 2)
+			testenv.Until(t, rcWait, "a second epoch", func() bool { st := run.r.Stats(); return st.Epoch == 2 && st.Next > 50 })
+			if err := run.end(t); err != nil {
+				t.Fatal(err)
+			}
+			if st := run.r.Stats(); st.Replaced != 1 || st.Epochs != 2 || st.Records != 150 || st.Gaps != 0 {
+				t.Fatalf("stats %+v", st)
+			}
+			rcCheck(t, rcEntries(t, dir, 1), rcWant{1, 100, 1})
+			rcCheck(t, rcEntries(t, dir, 2), rcWant{1, 50, 2})
+			eps := rcEpochs(t, dir)
+			if len(eps) != 2 || eps[0].Source.Ino == eps[1].Source.Ino {
+				t.Fatalf("epochs %+v", eps)
+			}
+		})
+	}
+}
+
+// TestRecordWaitsForRing: a recorder started before its ring exists
+// waits for it, and records it from its first record.
+func TestRecordWaitsForRing(t *testing.T) {
 	ring, dir := rcShmPath(t), t.TempDir()
-	p := rcRing(t, ring, 256)
-	rcPush(t, p, 1, 100, 1)
 	w := rcOpenWriter(t, dir, Options{})
-	run := rcRecord(t, w, RecorderConfig{Ring: ring})
-	run.until(t, 100)
-	p.Close()
-	p = rcRing(t, ring, 256) // over the stale ring: a new file
-	rcPush(t, p, 1, 50, 2)
-	testenv.Until(t, rcWait, "a second epoch", func() bool { st := run.r.Stats(); return st.Epoch == 2 && st.Next > 50 })
+	run := rcRecord(t, w, RecorderConfig{Ring: ring, Start: StartOldest})
+	p := rcRing(t, ring, 256)
+	rcPush(t, p, 1, 20, 1)
+	run.until(t, 20)
 	if err := run.end(t); err != nil {
 		t.Fatal(err)
 	}
-	if st := run.r.Stats(); st.Replaced != 1 || st.Epochs != 2 || st.Records != 150 || st.Gaps != 0 {
-		t.Fatalf("stats %+v", st)
+	rcCheck(t, rcEntries(t, dir, 1), rcWant{1, 20, 1})
+}
+
+// TestRecordFlushes: records reach the archive's readers soon after the
+// recorder caught up, yet the writer writes at most once per FlushDelay
+// however the records trickle in: here one at a time, each read before
+// the next is written.
+func TestRecordFlushes(t *testing.T) {
+	ring, dir := rcShmPath(t), t.TempDir()
+	p := rcRing(t, ring, 1024)
+	w := rcOpenWriter(t, dir, Options{})
+	const delay = 5 * time.Millisecond
+	run := rcRecord(t, w, RecorderConfig{Ring: ring, FlushDelay: delay})
+	run.until(t, 0)
+	start := time.Now()
+	for s := uint64(1); s <= 300; s++ {
+		rcPush(t, p, s, s, 1)
+		run.until(t, s)
 	}
-	rcCheck(t, rcEntries(t, dir, 1), rcWant{1, 100, 1})
-	rcCheck(t, rcEntries(t, dir, 2), rcWant{1, 50, 2})
-	eps := rcEpochs(t, dir)
-	if len(eps) != 2 || eps[0].Source.Ino == eps[1].Source.Ino {
-		t.Fatalf("epochs %+v", eps)
+	took := time.Since(start)
+	flushes := run.r.Stats().Writer.Flushes
+	if max := uint64(took/delay) + 1; flushes > max {
+		t.Fatalf("%d flushes in %v of records trickling in, want at most %d", flushes, took, max)
 	}
+	r := rcOpen(t, dir)
+	var c *Cursor
+	testenv.Until(t, rcWait, "the epoch listed", func() bool {
+		var err error
+		c, err = r.Seek(1, 1)
+		return err == nil
+	})
+	defer c.Close()
+	var es []Entry
+	testenv.Until(t, rcWait, "records 1..300 readable while recording", func() bool {
+		es = append(es, rcDrain(t, c)...)
+		return len(es) == 300
+	})
+	rcCheck(t, es, rcWant{1, 300, 1})
+	t.Logf("%d flushes for 300 records in %v", flushes, took)
 }
 
 // TestRecordCut: a ring cut (truncated) under the recorder is an error

@@ -190,18 +190,40 @@ func (w *Writer) rotate(first uint64, t int64) error {
 		return err
 	}
 	s := segment{epoch: w.epoch, first: first, base: segBase(w.dir, w.epoch, first)}
-	f, err := os.OpenFile(s.base+dataExt, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	w.seg = s
+	h := header{Epoch: w.epoch, First: first, Created: t, Source: w.src}
+	f, err := createSegment(s, h)
 	if err != nil {
 		return w.fail(err)
 	}
-	w.f, w.seg = f, s
-	h := header{Epoch: w.epoch, First: first, Created: t, Source: w.src}
-	w.buf = w.buf[:headerSize]
-	h.put(w.buf)
+	w.f = f
+	w.buf = w.buf[:0]
 	w.size = headerSize
 	w.x = &index{size: headerSize, last: first - 1}
 	w.st.epoch.Store(w.epoch)
 	return nil
+}
+
+// createSegment makes the data file of s holding header h, open for
+// appending. The header is written under a temporary name first, so
+// that a reader never lists a segment without its header.
+func createSegment(s segment, h header) (*os.File, error) {
+	tmp := s.base + dataExt + tmpExt
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	var b [headerSize]byte
+	h.put(b[:])
+	if _, err = f.Write(b[:]); err == nil {
+		err = os.Link(tmp, s.base+dataExt) // fails if the segment exists
+	}
+	os.Remove(tmp)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // Flush writes the buffered entries to the segment (readers see them),
