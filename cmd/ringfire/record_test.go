@@ -425,3 +425,21 @@ func TestRecordReloadUnderRun(t *testing.T) {
 	}
 	checkHistory(t, p("arch"), p("a"), 1, 1, n)
 }
+
+// replay --follow goes on with what the recorder still appends: its ring
+// grows with the producer's until SIGTERM, which ends it with status 0.
+func TestReplayFollow(t *testing.T) {
+	dir := shmDir(t)
+	ring, arch, copy := filepath.Join(dir, "ring"), filepath.Join(dir, "arch"), filepath.Join(dir, "copy")
+	startChild(t, "gen", "gen", ring, "--rate", "20000", "--capacity", "65536")
+	testenv.Until(t, 10*time.Second, "gen's ring", func() bool { return writeSeq(ring) > 0 })
+	rec := startChild(t, "record", "record", ring, arch, "--segment-size", "64K")
+	_, first := archiveEnd(t, arch)
+	awaitArchived(t, arch, first+1000)
+	replay := startChild(t, "replay", "replay", arch, copy, "--follow")
+	testenv.Until(t, 20*time.Second, "the replayed ring", func() bool { return writeSeq(copy) > 0 })
+	growingBy(t, copy, 5000)
+	replay.stop(t)
+	rec.stop(t)
+	wantContains(t, "replay's output", replay.logs(), "replay: records ")
+}
