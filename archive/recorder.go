@@ -218,28 +218,29 @@ func (r *Recorder) attach() (ok bool, err error) {
 	if err != nil {
 		return false, nil
 	}
+	r.ring = ring // closed by detach, also after a fault below
 	st, err := os.Stat(r.cfg.Ring)
 	sys, isSys := statSys(st)
 	if err != nil || !isSys || ring.Replaced() {
-		ring.Close()
+		r.detach()
 		return false, nil
 	}
 	src := Source{Geometry: GeometryOf(ring.Layout()), Dev: uint64(sys.Dev), Ino: sys.Ino}
 	next := r.startAt(ring, src)
 	if err := r.flushGap(time.Now().UnixNano()); err != nil {
-		ring.Close()
+		r.detach()
 		return false, err
 	}
 	fresh, err := r.w.Begin(src, next, time.Now().UnixNano())
 	if err != nil {
-		ring.Close()
+		r.detach()
 		return false, r.werr(err)
 	}
 	if fresh {
 		r.st.epochs.Add(1)
 	}
 	r.st.epoch.Store(r.w.epoch)
-	r.ring, r.src, r.started = ring, src, true
+	r.src, r.started = src, true
 	r.blob, r.payload = src.Blob(), int(src.PayloadSize)
 	if cap(r.rec) < r.payload {
 		r.rec = make([]byte, r.payload, r.payload+4096)

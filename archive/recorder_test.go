@@ -250,6 +250,27 @@ func TestRecordCut(t *testing.T) {
 	rcCheck(t, rcEntries(t, dir, 2), rcWant{1, 20, 3})
 }
 
+// TestRecordCutFault: with no periodic check due (Poll of an hour), the
+// cut is met as a fault on the ring's mapping: an error of the ring,
+// counted, not a crash.
+func TestRecordCutFault(t *testing.T) {
+	ring, dir := rcShmPath(t), t.TempDir()
+	p := rcRing(t, ring, 256)
+	rcPush(t, p, 1, 30, 1)
+	w := rcOpenWriter(t, dir, Options{})
+	run := rcRecord(t, w, RecorderConfig{Ring: ring, Poll: time.Hour})
+	run.until(t, 30)
+	if err := os.Truncate(ring, 0); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, rcWait, "the cut counted", func() bool { return run.r.Stats().Cuts == 1 })
+	p.Close()
+	if err := run.end(t); err != nil {
+		t.Fatal(err)
+	}
+	rcCheck(t, rcEntries(t, dir, 1), rcWant{1, 30, 1})
+}
+
 // TestRecorderConfig: bad configurations are refused, naming what is
 // wrong; ParseStart takes what --from takes.
 func TestRecorderConfig(t *testing.T) {

@@ -28,7 +28,8 @@ type ReplayConfig struct {
 	Replace bool  // replace an existing ring of another geometry at Ring
 	MaxSize int64 // the ring file's size limit (shm.CreateOptions.MaxSize)
 	// Follow: at the end of what is written, wait for more (a recorder
-	// still writing the epoch) until ctx ends.
+	// still writing the epoch) until ctx ends, or until the archive
+	// begins a later epoch (the recorder moved to a new ring).
 	Follow bool
 }
 
@@ -45,6 +46,10 @@ type ReplayStats struct {
 // followPoll is how often a following Replay looks for entries a
 // recorder appended.
 const followPoll = 2 * time.Millisecond
+
+// epochPolls: a following Replay looks for a later epoch every this
+// many polls.
+const epochPolls = 50
 
 func (c *ReplayConfig) check() error {
 	switch {
@@ -68,7 +73,8 @@ func (c *ReplayConfig) check() error {
 // the bounds leave out) are holes its readers step over. It publishes in
 // batches, and before each pause of a paced replay. It returns once it
 // wrote what was asked (the end of the epoch, or To or ToTime; with
-// Follow, only those bounds), or when ctx ends (then with a nil error).
+// Follow, those bounds or the epoch's end once a later one began), or
+// when ctx ends (then with a nil error).
 // The ring stays at its path for its readers.
 func Replay(ctx context.Context, r *Reader, cfg ReplayConfig) (ReplayStats, error) {
 	if err := cfg.check(); err != nil {
@@ -97,6 +103,13 @@ func Replay(ctx context.Context, r *Reader, cfg ReplayConfig) (ReplayStats, erro
 	defer p.timer.Stop()
 	err = shm.Protect(func() error { return p.run(ctx, c) })
 	return p.st, err
+}
+
+// laterEpoch reports whether the archive holds an epoch after the
+// cursor's: its writer began it once it had written all of this one.
+func laterEpoch(c *Cursor) bool {
+	segs, err := listSegments(c.r.dir)
+	return err == nil && len(segs) > 0 && segs[len(segs)-1].epoch > c.epoch
 }
 
 // replayEpoch finds epoch (0: the last) among the archive's.
@@ -130,6 +143,7 @@ type player struct {
 	batch   int
 	pending int    // records stored since the last publish
 	stored  uint64 // the last sequence stored
+	ended   bool   // a later epoch began: this one gets nothing more
 	st      ReplayStats
 
 	// Pacing: entry time t is due at w0 + (t-t0)/Speed.
@@ -150,11 +164,15 @@ func newPlayer(w *shm.Writer, g Geometry, cfg ReplayConfig) *player {
 // Follow) or ctx's end.
 func (p *player) run(ctx context.Context, c *Cursor) error {
 	defer p.publish()
-	for {
+	for polls := 1; ; {
 		e, err := c.Next()
 		if errors.Is(err, io.EOF) {
-			if err := p.publish(); err != nil || !p.cfg.Follow {
+			if err := p.publish(); err != nil || !p.cfg.Follow || p.ended {
 				return err
+			}
+			if polls++; polls%epochPolls == 0 {
+				p.ended = laterEpoch(c)
+				continue // read once more: the epoch may have ended since
 			}
 			if !p.wait(ctx, time.Now().Add(followPoll)) {
 				return nil

@@ -264,3 +264,33 @@ func TestReplayFollow(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayFollowEnds: a following replay of an epoch ends, having
+// written all of it, once its writer begins a later epoch (a new ring).
+func TestReplayFollowEnds(t *testing.T) {
+	dir := t.TempDir()
+	w := rcArchive(t, dir, 1, 100, 0, 0)
+	r := rcOpen(t, dir)
+	done := make(chan error, 1)
+	var st ReplayStats
+	go func() {
+		var err error
+		st, err = Replay(context.Background(), r, ReplayConfig{Ring: rcShmPath(t), Epoch: 1, Follow: true})
+		done <- err
+	}()
+	rcAppend(t, w, 101, 200, 0, 0)
+	other := rcSrc
+	other.Ino++
+	if _, err := w.Begin(other, 1, rcTime(201)); err != nil {
+		t.Fatal(err)
+	}
+	rcAppend(t, w, 1, 10, 0, 0)
+	select {
+	case err := <-done:
+		if err != nil || st.Records != 200 || st.Last != 200 {
+			t.Fatalf("Replay: %+v, %v", st, err)
+		}
+	case <-time.After(rcWait):
+		t.Fatal("a following replay went on past its epoch's end")
+	}
+}
