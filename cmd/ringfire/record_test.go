@@ -352,7 +352,7 @@ func TestRecordFullDisk(t *testing.T) {
 	growing(t, copy)
 	rec := startChild(t, "record", "record", ring, full, "--from", "oldest", "--segment-size", "64K")
 	rec.exitedWithError(t)
-	wantContains(t, "record's output", rec.logs(), "record into "+full, "no space left on device", "level=ERROR")
+	wantContains(t, "record's output", rec.logs(), "record into "+full+": its filesystem is full", "no space left on device", "level=ERROR")
 	growing(t, ring)
 	growing(t, copy)
 	gen.alive(t)

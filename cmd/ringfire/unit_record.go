@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/ringfire/ringfire/archive"
@@ -84,6 +85,10 @@ func (u *recordUnit) record(ctx context.Context, started func()) error {
 	u.logProgress(r.Stats(), &seen, true)
 	cerr := w.Close()
 	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		u.log.Error("recording stopped: the archive's filesystem is full (free space, or lower --max-bytes, then record --from resume)",
+			"dir", u.dir, "err", err)
+		return fmt.Errorf("record into %s: its filesystem is full: %w", u.dir, err)
 	case err != nil:
 		u.log.Error("recording stopped: the archive cannot be written", "dir", u.dir, "err", err)
 		return fmt.Errorf("record into %s: %w", u.dir, err)
