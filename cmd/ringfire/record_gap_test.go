@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -72,5 +73,37 @@ func TestRecordGap(t *testing.T) {
 	got := ringSlots(t, copy, gap.Seq-1, gap.Last+1)
 	if got[0] == nil || got[len(got)-1] == nil || got[1] != nil {
 		t.Fatalf("the replayed ring around the gap %d..%d: want a record, holes, a record", gap.Seq, gap.Last)
+	}
+}
+
+// --max-bytes removes the oldest sealed segments, whole: what stays of
+// them fits the limit, and the archive begins later; archive stat --json
+// says so.
+func TestRecordRetention(t *testing.T) {
+	dir := shmDir(t)
+	ring, arch := filepath.Join(dir, "ring"), filepath.Join(dir, "arch")
+	mustRun(t, "gen", ring, "--count", "20000", "--capacity", "32768")
+	rec := startChild(t, "record", "record", ring, arch, "--from", "oldest", "--segment-size", "16K", "--max-bytes", "64K")
+	awaitArchived(t, arch, 20000)
+	rec.stop(t)
+	if strings.Contains(rec.logs(), "removed 0,") {
+		t.Fatalf("no segment removed:\n%s", rec.logs())
+	}
+	var st archiveStat
+	if err := json.Unmarshal([]byte(mustRun(t, "archive", "stat", arch, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Epochs) != 1 {
+		t.Fatalf("epochs %+v", st.Epochs)
+	}
+	ep := st.Epochs[0]
+	var sealed int64
+	for _, s := range ep.Segments {
+		if s.Sealed {
+			sealed += s.Size
+		}
+	}
+	if ep.First == 1 || ep.Last != 20000 || sealed > 64<<10 || ep.Records != ep.Last-ep.First+1 {
+		t.Fatalf("after retention: sequences %d..%d, %d records, sealed segments of %d bytes (limit 64K)", ep.First, ep.Last, ep.Records, sealed)
 	}
 }
