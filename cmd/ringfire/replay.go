@@ -22,10 +22,12 @@ epoch (one producer's incarnation): --epoch N, the last by default (see
 inclusive, each a sequence number or an RFC 3339 time (the time the recorder
 saw a record; a time bound and a sequence bound may be given together).
 --speed max writes as fast as it can; 1x keeps the original inter-arrival
-times, Nx divides them by N (0.5x: twice as slow). --replace replaces an
-existing ring of another geometry at RING. With --follow, replay goes on with
-what a recorder still appends to DIR, until SIGINT or SIGTERM. The counters
-are printed when it ends.`
+times, Nx divides them by N (0.5x: twice as slow). The ring is always a new
+file: a stale ring of the same geometry at RING is replaced, one of another
+geometry (or a file that is not a ring) only with --replace, and one a live
+producer writes never. With --follow, replay goes on with what a recorder
+still appends to the epoch, until SIGINT or SIGTERM or a later epoch begins.
+The ring stays at RING when replay ends; the counters are printed.`
 
 func runReplay(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("replay", "DIR RING [flags]", replayHelp, stderr)
