@@ -2,8 +2,10 @@
 // shared-memory rings: stat, top, dump and prune look at a ring any producer
 // wrote, and clean removes the rings no process uses any more; gen and tail
 // are a synthetic producer and a validating reader for tests and
-// benchmarks; serve and mirror copy a ring to other hosts, and run
-// serves and mirrors every ring of a TOML file in one process. The
+// benchmarks; serve and mirror copy a ring to other hosts; record keeps
+// every record of a ring in an archive on disk, replay writes it back into
+// a ring and archive looks at one; and run serves, mirrors and records
+// every ring of a TOML file in one process. The
 // benchmark harness is a command of its own, ringfire-bench.
 package main
 
@@ -27,7 +29,10 @@ var commands = []cli.Command{
 	{Name: "tail", Summary: "read and validate synthetic records", Run: runTail},
 	{Name: "serve", Summary: "serve a ring to mirrors over TCP, UDP multicast or UDP unicast", Run: runServe},
 	{Name: "mirror", Summary: "keep a local copy of a served ring, same sequence numbers", Run: runMirror},
-	{Name: "run", Summary: "serve and mirror every ring of a TOML file in one process (SIGHUP reloads)", Run: runSupervise},
+	{Name: "record", Summary: "append every record of a ring to an archive on disk (segments, index, CRCs)", Run: runRecord},
+	{Name: "replay", Summary: "write an archive's records into a ring at their original sequences", Run: runReplay},
+	{Name: "archive", Summary: "print an archive's epochs and segments (stat), check it (verify), print entries (dump)", Run: runArchive},
+	{Name: "run", Summary: "serve, mirror and record every ring of a TOML file in one process (SIGHUP reloads)", Run: runSupervise},
 	{Name: "mirrors", Summary: "print the mirrors of a serve --metrics ADDR: applied, lag, NAKs, gaps", Run: runMirrors},
 	{Name: "keygen", Summary: "write a fresh secret for serve --key and mirror --key", Run: runKeygen},
 }

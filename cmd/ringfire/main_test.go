@@ -80,6 +80,9 @@ func TestSubcommandHelp(t *testing.T) {
 	synopsis["clean"], flags["clean"] = "[PATH] [--dry-run]", []string{"--dry-run"}
 	synopsis["run"], flags["run"] = "CONFIG", []string{"--print-example", "--log-format"}
 	synopsis["mirrors"] = "ADDR [RING]"
+	synopsis["record"], flags["record"] = "RING DIR", []string{"--from", "--sync", "--segment-size", "--compress", "--max-bytes", "--max-age", "--flush-delay", "--metrics"}
+	synopsis["replay"], flags["replay"] = "DIR RING", []string{"--epoch", "--from", "--to", "--speed", "--replace", "--follow", "--max-size"}
+	synopsis["archive"] = "stat|verify|dump DIR"
 	flags["serve"] = append(flags["serve"], "--log-format", "--once")
 	flags["serve"] = append(flags["serve"], "--key", "--encrypt", "--max-conns", "--wide-multicast")
 	for _, c := range commands {

@@ -4,18 +4,22 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ringfire/ringfire/archive"
 	"github.com/ringfire/ringfire/replica"
 )
 
 // collector reads the units' counters and tables at scrape time: nothing
 // is counted per record. Every series carries the ring's name (label
 // ring): a served ring's counters, the table of its mirrors, and this
-// process's own mirrors (ringfire_local_mirror_*).
+// process's own mirrors (ringfire_local_mirror_*) and recorders
+// (ringfire_record_*).
 type collector struct {
 	set    *unitSet
 	server []ringMetric[replica.ServerStats]
 	mirror []mirrorMetric
 	local  []ringMetric[replica.MirrorStats]
+	record []ringMetric[archive.RecorderStats]
 	info   *prometheus.Desc
 	// serveInfo and localInfo carry what transport a served ring and a
 	// local mirror use (value 1).
@@ -25,6 +29,9 @@ type collector struct {
 	// cuts counts a served ring's files cut under their mapping: it
 	// outlives each server, so it is there while serve waits for a ring.
 	cuts *prometheus.Desc
+	// recordInfo carries a recorder's archive directory (value 1);
+	// recordFailures counts its runs that failed, across restarts.
+	recordInfo, recordFailures *prometheus.Desc
 }
 
 // ringMetric is one series per ring, read from S, a unit's counters.
@@ -132,6 +139,7 @@ func newCollector(set *unitSet) *collector {
 	mir("gap_records_total", "Records the mirror lost (GAP).", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Gaps) })
 	mir("drops_total", "Datagrams the mirror could not use.", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Drops) })
 	c.addLocal()
+	c.addRecord()
 	c.serveInfo = prometheus.NewDesc("ringfire_serve_info", "A served ring's datagram transport (value 1).", []string{"ring", "transport"}, nil)
 	c.localInfo = prometheus.NewDesc("ringfire_local_mirror_info", "A local mirror's source and transport (value 1).", []string{"ring", "source", "transport"}, nil)
 	c.refusals = prometheus.NewDesc("ringfire_serve_refusals_total",
@@ -186,6 +194,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.cuts
 	ch <- c.serveInfo
 	ch <- c.localInfo
+	c.describeRecord(ch)
 }
 
 // Collect implements prometheus.Collector: one snapshot of the counters
@@ -203,6 +212,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, c.local, st, u.name)
 		ch <- prometheus.MustNewConstMetric(c.localInfo, prometheus.GaugeValue, 1, u.name, u.source, st.Transport)
 	}
+	c.collectRecord(ch)
 }
 
 func (c *collector) collectServer(ch chan<- prometheus.Metric, ring string, s *replica.Server) {

@@ -9,11 +9,14 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/ringfire/ringfire/archive"
 	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/shm"
@@ -21,9 +24,10 @@ import (
 
 // exportedMetrics builds the collectors of a ringfire run process the way
 // metricsHandler does, over a unit set holding every kind of unit (a
-// served ring with a mirror that reports STATUS, a local mirror, a Loop),
-// waits until every series it describes is exported, and returns the
-// pedantic registry holding them and the described metric names.
+// served ring with a mirror that reports STATUS, a local mirror, a
+// recorder, a Loop), waits until every series it describes is exported,
+// and returns the pedantic registry holding them and the described metric
+// names.
 func exportedMetrics(t *testing.T) (*prometheus.Registry, []string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -62,6 +66,7 @@ func exportedMetrics(t *testing.T) (*prometheus.Registry, []string) {
 	set.addServe(u)
 	set.mirrors = append(set.mirrors, &mirrorUnit{name: ringName(dst), source: srv.Addr().String(), path: dst, m: m})
 	set.loops = []*replica.Loop{loop}
+	set.addRecord(recordUnitOfRing(t, src))
 
 	reg := prometheus.NewPedanticRegistry()
 	c := newCollector(&set)
@@ -86,6 +91,24 @@ func exportedMetrics(t *testing.T) (*prometheus.Registry, []string) {
 		t.Fatalf("after 10 s, still not exported: %v", missing)
 	}
 	return reg, described
+}
+
+// recordUnitOfRing is a record unit of ring into a fresh archive, its
+// recorder made (not run): its counters are there to scrape.
+func recordUnitOfRing(t *testing.T, ring string) *recordUnit {
+	t.Helper()
+	w, err := archive.OpenWriter(t.TempDir(), archive.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	r, err := archive.NewRecorder(w, archive.RecorderConfig{Ring: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &recordUnit{name: ringName(ring), ring: ring, dir: "archive", failures: new(atomic.Uint64)}
+	u.live.Store(r)
+	return u
 }
 
 // describedNames returns the metric names the collectors describe.

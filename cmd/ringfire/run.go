@@ -19,27 +19,27 @@ import (
 	"github.com/ringfire/ringfire/replica"
 )
 
-const runHelp = `Run serves and mirrors every ring of CONFIG, a TOML file, in one process:
-one [[serve]] table per served ring and one [[mirror]] table per mirror,
-whose keys are the long flags of serve and mirror. All of them share each
-interface's XDP program and AF_XDP sockets (the kernel takes one program
-per interface and one socket per queue, so one process per host carries
-every ring over kernel bypass). Every table is checked before any unit
-starts; a unit that fails is logged, reported by /healthz and restarted
-after a back-off (1 s, doubling to 30 s). SIGHUP rereads CONFIG once it
-has not changed for 1 s, so that a file rewritten in place is not read
-half written (write it elsewhere and rename it into place: a rename is
-atomic): tables added start, removed ones stop, changed ones restart
-alone, the others go on; a file that no longer parses or still changes
-after 10 s, a table that fails its checks or a changed loop, loops or
-loop-cpu key is refused with the error logged and the running set kept
-(metrics and log-format take effect at the next start). SIGTERM or
-SIGINT stop every unit cleanly (exit 0). The metrics key serves /metrics
-(a ring label on every ringfire_ series, and the process's go_ and
-process_ series), /mirrors?ring=NAME, /healthz and /readyz (ready once
-every serve listens and every mirror has connected once): at most 64
-connections, each closed after 5 s idle. --print-example prints a
-commented file.`
+const runHelp = `Run serves, mirrors and records every ring of CONFIG, a TOML file, in one
+process: one [[serve]] table per served ring, one [[mirror]] table per
+mirror and one [[record]] table (ring and dir keys) per archive, whose keys
+are the long flags of serve, mirror and record. All of them share each
+interface's XDP program and AF_XDP sockets (the kernel takes one program per
+interface and one socket per queue, so one process per host carries every
+ring over kernel bypass). Every table is checked before any unit starts; a
+unit that fails is logged, reported by /healthz and restarted after a
+back-off (1 s, doubling to 30 s). SIGHUP rereads CONFIG once it has not
+changed for 1 s, so that a file rewritten in place is not read half written
+(write it elsewhere and rename it into place: a rename is atomic): tables
+added start, removed ones stop, changed ones restart alone, the others go
+on; a file that no longer parses or still changes after 10 s, a table that
+fails its checks or a changed loop, loops or loop-cpu key is refused with
+the error logged and the running set kept (metrics and log-format take
+effect at the next start). SIGTERM or SIGINT stop every unit cleanly (exit
+0). The metrics key serves /metrics (a ring label on every ringfire_ series,
+and the process's go_ and process_ series), /mirrors?ring=NAME, /healthz and
+/readyz (ready once every serve listens, every mirror has connected once and
+every recorder has opened its archive): at most 64 connections, each closed
+after 5 s idle. --print-example prints a commented file.`
 
 //go:embed run_example.toml
 var runExample string

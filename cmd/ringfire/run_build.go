@@ -11,8 +11,9 @@ import (
 
 // unitBuilder builds the units of a ringfire run file's tables for the
 // supervisor (its build is the supervisor.BuildFunc): a [[serve]] table
-// is a serveUnit, a [[mirror]] table a mirrorUnit, each configured by the
-// table's keys as by the flags of the same names.
+// is a serveUnit, a [[mirror]] table a mirrorUnit, a [[record]] table a
+// recordUnit, each configured by the table's keys as by the flags of the
+// same names.
 //
 // A mirror whose ring the same file serves is a hub: its Published hands
 // each applied record to the server of that ring (Server.Handoff), one hop
@@ -38,6 +39,13 @@ func newUnitBuilder(log *slog.Logger) *unitBuilder {
 // the unit restarts after a failure.
 func (b *unitBuilder) build(c *supervisor.Config, t *supervisor.Table) (supervisor.Unit, error) {
 	log := b.log.With("unit", t.Kind, "ring", t.Name)
+	if t.Kind == supervisor.Record {
+		u, err := recordUnitOf(t, log)
+		if err != nil {
+			return nil, err
+		}
+		return supervisedRecord{u}, nil
+	}
 	if t.Kind == supervisor.Serve {
 		u, err := serveUnitOf(t, log, c.Loop)
 		if err != nil {

@@ -33,7 +33,7 @@ func TestRunConfigErrors(t *testing.T) {
 		{"same udp port", "[[serve]]\nring = \"/dev/shm/a\"\nbind = \":7400\"\nudp = 7403\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nmulticast = \"239.1.1.1:7403\"\n", `:8: key "multicast": UDP port 7403 is another [[serve]]'s already (line 4)`},
 		{"same unix socket", "[[serve]]\nring = \"/dev/shm/a\"\nunix = \"/run/a.sock\"\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nunix = \"/run/a.sock\"\n", `:7: key "unix": /run/a.sock is another [[serve]]'s socket already (line 3)`},
 		{"same bind", "[[serve]]\nring = \"/dev/shm/a\"\n[[serve]]\nring = \"/dev/shm/b\"\n", `:3: key "bind": 0.0.0.0:7400 is another [[serve]]'s already (line 1)`},
-		{"empty", "# nothing\n", `the file has no [[serve]] or [[mirror]] table`},
+		{"empty", "# nothing\n", `the file has no [[serve]], [[mirror]] or [[record]] table`},
 		{"log format", "log-format = \"xml\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `--log-format "xml"`},
 		{"wait with loop", "loop = \"yield\"\n[[mirror]]\nsource = \"h:1\"\nring = \"/dev/shm/a\"\nwait = \"spin\"\n", `:5: key "wait": every table runs on the loop`},
 		{"loop in a table", "[[serve]]\nring = \"/dev/shm/a\"\nloop = \"yield\"\n", `:3: key "loop": is process-wide`},
@@ -83,7 +83,7 @@ func TestRunExampleParses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tablesOf(c, supervisor.Serve)) != 3 || len(tablesOf(c, supervisor.Mirror)) != 2 || c.Metrics == "" {
+	if len(tablesOf(c, supervisor.Serve)) != 3 || len(tablesOf(c, supervisor.Mirror)) != 2 || len(tablesOf(c, supervisor.Record)) != 1 || c.Metrics == "" {
 		t.Fatalf("example: %+v", c)
 	}
 	b := newUnitBuilder(discardLogger())

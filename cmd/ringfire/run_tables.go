@@ -142,3 +142,19 @@ func mirrorUnitOf(t *supervisor.Table, log *slog.Logger, published func(uint64),
 	u.name = t.Name
 	return u, nil
 }
+
+// recordUnitOf builds the unit of a [[record]] table: its ring and dir
+// keys are record's RING and DIR.
+func recordUnitOf(t *supervisor.Table, log *slog.Logger) (*recordUnit, error) {
+	fs := newTableFlags("record")
+	f := addRecordFlags(fs)
+	if err := setTableFlags(t, fs); err != nil {
+		return nil, err
+	}
+	u, err := f.unit(t.Ring, t.Dir, log)
+	if err != nil {
+		return nil, located(t, err)
+	}
+	u.name = t.Name
+	return u, nil
+}

@@ -22,6 +22,7 @@ type unitSet struct {
 	mu      sync.Mutex
 	serves  []*serveUnit
 	mirrors []*mirrorUnit
+	records []*recordUnit
 }
 
 // ringName is a ring's default name: its file's base name.
@@ -31,6 +32,28 @@ func (s *unitSet) addServe(u *serveUnit) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.serves = append(s.serves, u)
+}
+
+func (s *unitSet) addRecord(u *recordUnit) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, u)
+}
+
+// recorders is the record units running now.
+func (s *unitSet) recorders() []*recordUnit {
+	if s.sup != nil {
+		var records []*recordUnit
+		for _, st := range s.sup.Snapshot() {
+			if u, ok := st.Unit.(supervisedRecord); ok {
+				records = append(records, u.u)
+			}
+		}
+		return records
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.records)
 }
 
 // snapshot is the units running now.
@@ -101,6 +124,11 @@ func (s *unitSet) ready() error {
 	for _, u := range mirrors {
 		if err := u.ready(); err != nil {
 			waiting = append(waiting, "mirror "+u.name+": "+err.Error())
+		}
+	}
+	for _, u := range s.recorders() {
+		if err := u.ready(); err != nil {
+			waiting = append(waiting, "record "+u.name+": "+err.Error())
 		}
 	}
 	if len(waiting) > 0 {

@@ -7,7 +7,8 @@ import (
 )
 
 // Config is a ringfire run file: process-wide keys at the top, then one
-// [[serve]] table per served ring and one [[mirror]] table per mirror.
+// [[serve]] table per served ring, one [[mirror]] table per mirror and
+// one [[record]] table per archive a ring is recorded into.
 type Config struct {
 	File      string
 	Metrics   string // top-level key metrics ("": none)
@@ -24,22 +25,26 @@ type Config struct {
 	loopCPULine, loopsLine int // the lines of loop-cpu and loops (0: absent)
 }
 
-// Kinds of table: the header names them, [[serve]] and [[mirror]].
+// Kinds of table: the header names them, [[serve]], [[mirror]] and
+// [[record]].
 const (
 	Serve  = "serve"
 	Mirror = "mirror"
+	Record = "record"
 )
 
-// Table is one [[serve]] or [[mirror]] table.
+// Table is one [[serve]], [[mirror]] or [[record]] table.
 type Table struct {
-	Kind   string // Serve or Mirror
+	Kind   string // Serve, Mirror or Record
 	File   string
 	Line   int    // of its [[header]]
 	Name   string // key name, else the ring's base name
 	Ring   string // key ring, the ring's path
 	Source string // key source of a mirror, the serve's address
+	Dir    string // key dir of a record, the archive's directory
 	// Keys are the other keys, in the file's order: the caller gives them
-	// their meaning (ringfire run: the long flags of serve and mirror).
+	// their meaning (ringfire run: the long flags of serve, mirror and
+	// record).
 	Keys  []KeyValue
 	lines map[string]int // of ring, source and name
 }
@@ -89,14 +94,14 @@ func (t *Table) Unit() string { return t.Kind + " " + t.Name }
 // unit whose table's fingerprint changed, and only it.
 func (t *Table) Fingerprint() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%s", t.Kind, t.Name, t.Ring, t.Source)
+	fmt.Fprintf(&b, "%s\x00%s\x00%s\x00%s\x00%s", t.Kind, t.Name, t.Ring, t.Source, t.Dir)
 	for _, kv := range t.Keys {
 		fmt.Fprintf(&b, "\x00%s=%d:%s", kv.Key, kv.Kind, kv.Text)
 	}
 	return b.String()
 }
 
-// KeyLine is the line of key ring, source or name (0: not in the table).
+// KeyLine is the line of key ring, source, dir or name (0: not in the table).
 func (t *Table) KeyLine(key string) int { return t.lines[key] }
 
 // Errorf is a *ConfigError in t's file at line, about key ("": none).
@@ -126,4 +131,4 @@ func (e *ConfigError) Error() string {
 }
 
 // ErrNoTables is returned by Parse for a file with nothing to run.
-var ErrNoTables = errors.New("the file has no [[serve]] or [[mirror]] table")
+var ErrNoTables = errors.New("the file has no [[serve]], [[mirror]] or [[record]] table")

@@ -2,8 +2,8 @@
 // file, works out what a reread file changes, and starts, restarts and
 // stops units accordingly. It knows nothing of what a unit does: the
 // caller builds each unit from its table (Options.Build) and gives the
-// table's keys their meaning (cmd/ringfire: the flags of serve and
-// mirror). It never logs: it returns errors and counts, and reports
+// table's keys their meaning (cmd/ringfire: the flags of serve, mirror
+// and record). It never logs: it returns errors and counts, and reports
 // failures through Options.Events, for the caller to log.
 //
 // Files:

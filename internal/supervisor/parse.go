@@ -34,8 +34,8 @@ func Parse(file string, data []byte) (*Config, error) {
 		switch e.Kind {
 		case unstable.ArrayTable, unstable.Table:
 			name, line := keyOf(&p, e)
-			if e.Kind == unstable.Table || (name != Serve && name != Mirror) {
-				return nil, c.Errorf(line, "", "table %s: want [[serve]] or [[mirror]]", name)
+			if e.Kind == unstable.Table || (name != Serve && name != Mirror && name != Record) {
+				return nil, c.Errorf(line, "", "table %s: want [[serve]], [[mirror]] or [[record]]", name)
 			}
 			c.Tables = append(c.Tables, Table{Kind: name, Line: line, File: file, lines: map[string]int{}})
 			cur, seen = &c.Tables[len(c.Tables)-1], map[string]int{}
@@ -88,6 +88,8 @@ func (c *Config) set(t *Table, key string, line int, v *unstable.Node) error {
 		t.Name, err = str()
 	case key == "source" && t.Kind == Mirror:
 		t.Source, err = str()
+	case key == "dir" && t.Kind == Record:
+		t.Dir, err = str()
 	default:
 		t.Keys = append(t.Keys, KeyValue{Key: key, Kind: valueKind(v.Kind), Text: text, Line: line})
 	}
@@ -121,17 +123,18 @@ func (c *Config) setTop(key string, line int, kind unstable.Kind, text string, s
 		}
 		c.Loops, c.loopsLine = n, line
 	default:
-		return c.Errorf(line, key, "unknown key at the top of the file: want %s, or a [[serve]] or [[mirror]] table", strings.Join(topKeys, " or "))
+		return c.Errorf(line, key, "unknown key at the top of the file: want %s, or a [[serve]], [[mirror]] or [[record]] table", strings.Join(topKeys, " or "))
 	}
 	return err
 }
 
 // check checks what needs the whole file: every table has its ring (and
-// source), names and rings are not given twice, and loop-cpu and loops
-// come with loop.
+// source, or dir), names, rings and archive directories are not given
+// twice, and loop-cpu and loops come with loop.
 func (c *Config) check() error {
 	names := map[string]int{}
 	rings := map[string]int{}
+	dirs := map[string]int{}
 	for i := range c.Tables {
 		t := &c.Tables[i]
 		switch {
@@ -139,6 +142,15 @@ func (c *Config) check() error {
 			return t.Errorf(t.Line, "", "[[%s]] needs a ring key (the ring's path)", t.Kind)
 		case t.Kind == Mirror && t.Source == "":
 			return t.Errorf(t.Line, "", "[[mirror]] needs a source key (HOST:PORT of the serve)")
+		case t.Kind == Record && t.Dir == "":
+			return t.Errorf(t.Line, "", "[[record]] needs a dir key (the archive's directory)")
+		}
+		if t.Kind == Record {
+			dir := filepath.Clean(t.Dir)
+			if at, dup := dirs[dir]; dup {
+				return t.Errorf(t.lines["dir"], "dir", "%s is another [[record]]'s archive already (line %d): one recorder writes an archive", t.Dir, at)
+			}
+			dirs[dir] = t.Line
 		}
 		if t.Name == "" {
 			t.Name = filepath.Base(t.Ring)

@@ -15,11 +15,15 @@ func TestParseErrors(t *testing.T) {
 		{"duplicate key", "[[serve]]\nring = \"/dev/shm/a\"\nudp = 1\nudp = 2\n", `f.toml:4: key "udp": set again (first on line 3)`},
 		{"no ring", "[[mirror]]\nsource = \"h:1\"\n", `f.toml:1: [[mirror]] needs a ring key`},
 		{"no source", "[[mirror]]\nring = \"/dev/shm/a\"\n", `f.toml:1: [[mirror]] needs a source key`},
+		{"no dir", "[[record]]\nring = \"/dev/shm/a\"\n", `f.toml:1: [[record]] needs a dir key`},
+		{"dir type", "[[record]]\nring = \"/dev/shm/a\"\ndir = 3\n", `f.toml:3: key "dir": want a non-empty string, got an integer`},
+		{"duplicate dir", "[[record]]\nring = \"/dev/shm/a\"\ndir = \"/var/a\"\n[[record]]\nring = \"/dev/shm/b\"\ndir = \"/var/a/\"\n",
+			`f.toml:6: key "dir": /var/a/ is another [[record]]'s archive already (line 1)`},
 		{"empty ring", "[[serve]]\nring = \"\"\n", `f.toml:2: key "ring": want a non-empty string, got a string`},
 		{"ring type", "[[serve]]\nring = 3\n", `f.toml:2: key "ring": want a non-empty string, got an integer`},
 		{"top-level unknown", "ring = \"/dev/shm/a\"\n", `f.toml:1: key "ring": unknown key at the top`},
-		{"other table", "[serve]\nring = \"/dev/shm/a\"\n", `f.toml:1: table serve: want [[serve]] or [[mirror]]`},
-		{"other array", "[[client]]\nring = \"/dev/shm/a\"\n", `f.toml:1: table client: want [[serve]] or [[mirror]]`},
+		{"other table", "[serve]\nring = \"/dev/shm/a\"\n", `f.toml:1: table serve: want [[serve]], [[mirror]] or [[record]]`},
+		{"other array", "[[client]]\nring = \"/dev/shm/a\"\n", `f.toml:1: table client: want [[serve]], [[mirror]] or [[record]]`},
 		{"dotted", "[[serve]]\nring = \"/dev/shm/a\"\nx.y = 1\n", `f.toml:3: key "x.y": dotted keys are not used here`},
 		{"syntax", "[[serve]]\nring = \"/dev/shm/a\"\nudp = = 1\n", `f.toml:3: unexpected character`},
 		{"array value", "[[serve]]\nring = \"/dev/shm/a\"\nudp = [1, 2]\n", `f.toml:3: key "udp": want a string, an integer, a float or a boolean, got an array`},
@@ -98,6 +102,15 @@ from = "resume"
 	if m.Kind != Mirror || m.Name != "o" || m.Source != "10.0.0.2:7400" || m.Unit() != "mirror o" || m.KeyLine("source") != 14 ||
 		len(m.Keys) != 1 || m.Keys[0] != (KeyValue{"from", String, "resume", 17}) {
 		t.Errorf("mirror table %+v", m)
+	}
+
+	r, err := Parse("f.toml", []byte("[[record]]\nring = \"/dev/shm/a\"\ndir = \"/var/a\"\nsync = \"segment\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rt := &r.Tables[0]; rt.Kind != Record || rt.Dir != "/var/a" || rt.Unit() != "record a" || rt.KeyLine("dir") != 3 ||
+		len(rt.Keys) != 1 || rt.Keys[0] != (KeyValue{"sync", String, "segment", 4}) {
+		t.Errorf("record table %+v", rt)
 	}
 
 	d, err := Parse("f.toml", []byte("[[serve]]\nring = \"/dev/shm/a\"\n"))
