@@ -28,9 +28,10 @@
 // its length and CRC) and resumes after the last whole one. Sealing and
 // compressing go through temporary files and renames.
 //
-// One goroutine writes (Writer, one per directory: a lock file); Readers
-// and their Cursors read concurrently, also from other processes, and
-// see what the writer flushed.
+// One goroutine writes (Writer, one per directory: a lock file); with
+// Options.Compress a second compresses what it sealed, so that the writer
+// never waits for zstd. Readers and their Cursors read concurrently, also
+// from other processes, and see what the writer flushed.
 //
 // Files:
 //
@@ -39,6 +40,7 @@
 //	index.go      the sealed segment's index (.rfi)
 //	scan.go       reading entries in order from a segment's data
 //	compress.go   zstd blocks of a sealed segment
+//	compressor.go compressing sealed segments on a goroutine of its own
 //	options.go    Options and Sync
 //	writer.go     Writer: Begin, Append, Gap, Flush, Close
 //	seal.go       sealing a segment, recovery at open

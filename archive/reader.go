@@ -70,8 +70,8 @@ func openData(s segment, x *index, st *readStats) (dataFile, error) {
 func (r *Reader) index(s segment) (*index, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if x := r.sealed[s.base]; x != nil {
-		return x, nil
+	if x := r.sealed[s.base]; x != nil && (x.blockSize > 0 || !s.compressed) {
+		return x, nil // (a plain index kept for a segment compressed since is read again)
 	}
 	if s.sealed {
 		x, err := readIndex(s)

@@ -161,3 +161,31 @@ func TestVerify(t *testing.T) {
 		t.Fatalf("reading the flipped entry: %v, want ErrCorrupt", err)
 	}
 }
+
+// Retention and the compressor meet: segments removed while queued or
+// being compressed leave no file behind (nothing listed that is not
+// whole and in order), and what is kept reads whole.
+func TestRetentionWhileCompressing(t *testing.T) {
+	dir := t.TempDir()
+	w := openBegun(t, dir, Options{SegmentSize: MinSegmentSize, Compress: true, MaxBytes: 3 * MinSegmentSize}, 1)
+	writeRecords(t, w, 1, 20000)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st := w.Stats()
+	if st.Removed == 0 || st.CompressErrors != 0 {
+		t.Fatalf("stats %+v: want segments removed, no compression error", st)
+	}
+	segs, _ := listSegments(dir)
+	for i, s := range segs {
+		if i > 0 && !fileExists(segs[i-1].base+idxExt) {
+			t.Fatalf("segment %d before %s has no index", i-1, s.data())
+		}
+	}
+	r, _ := Open(dir)
+	rep, err := r.Verify()
+	if err != nil || len(rep.Problems) > 0 {
+		t.Fatalf("verify: %+v, %v", rep, err)
+	}
+	checkRecords(t, readAll(t, r, 1, segs[0].first), segs[0].first, 20000)
+}

@@ -31,8 +31,10 @@ func (w *Writer) retain(now time.Time) error {
 			break
 		}
 		n := s.size + fileSize(s.base+idxExt)
-		if err := removeSegment(s); err != nil {
-			return w.fail(err)
+		if w.comp == nil || w.comp.remove(s.base) { // else the compressor removes it when done with it
+			if err := removeSegment(s); err != nil {
+				return w.fail(err)
+			}
 		}
 		total -= n
 		w.st.removed.Add(1)

@@ -10,9 +10,9 @@ import (
 )
 
 // seal finishes the segment being written, if any: its data is flushed
-// (and synced unless SyncNone), compressed when Options.Compress says so,
-// and its index written; a segment without entries is removed instead.
-// Retention then runs.
+// (and synced unless SyncNone) and its index written, and it is queued
+// for the compressor when Options.Compress says so; a segment without
+// entries is removed instead. Retention then runs.
 func (w *Writer) seal() error {
 	if w.f == nil {
 		return nil
@@ -28,9 +28,10 @@ func (w *Writer) seal() error {
 	}
 	w.f.Close()
 	w.f = nil
-	if err := sealSegment(w.seg, w.x, w.opts.Compress, durable); err != nil {
+	if err := sealSegment(w.seg, w.x, durable); err != nil {
 		return w.fail(err)
 	}
+	w.queue(w.seg, w.x)
 	if durable {
 		if err := syncDir(w.dir); err != nil {
 			return w.fail(err)
@@ -42,27 +43,20 @@ func (w *Writer) seal() error {
 	return w.retain(time.Now())
 }
 
-// sealSegment writes the index of segment s (plain, holding what x
-// says), compressing it first when compress is set; a segment without
-// entries is removed.
-func sealSegment(s segment, x *index, compress, sync bool) error {
+// sealSegment writes the index of the plain segment s, holding what x
+// says; a segment without entries is removed.
+func sealSegment(s segment, x *index, sync bool) error {
 	if x.records+x.gapEntries == 0 {
 		return removeSegment(s)
 	}
-	if compress {
-		blocks, err := compressSegment(s, x.size, sync)
-		if err != nil {
-			return err
-		}
-		x.blockSize, x.blocks = blockSize, blocks
+	return writeFileAtomic(s.base+idxExt, x.encode(), sync)
+}
+
+// queue hands the sealed plain segment s to the compressor, if any.
+func (w *Writer) queue(s segment, x *index) {
+	if w.comp != nil && x.records+x.gapEntries > 0 {
+		w.comp.add(s, x)
 	}
-	if err := writeFileAtomic(s.base+idxExt, x.encode(), sync); err != nil {
-		return err
-	}
-	if compress {
-		return os.Remove(s.base + dataExt)
-	}
-	return nil
 }
 
 func syncDir(dir string) error {
@@ -132,8 +126,12 @@ func (w *Writer) adoptSealed(s segment) (*index, error) {
 	if err != nil {
 		return nil, err
 	}
-	if x.blockSize > 0 && fileExists(s.base+dataExt) {
+	switch {
+	case x.blockSize > 0 && fileExists(s.base+dataExt):
 		os.Remove(s.base + dataExt) // compressed, then cut before the plain file went
+	case x.blockSize == 0:
+		os.Remove(s.base + zstExt) // cut while compressing: the index is the plain one's
+		w.queue(s, x)
 	}
 	return x, nil
 }
@@ -159,7 +157,11 @@ func (w *Writer) sealLeft(s segment) error {
 	if err != nil {
 		return err
 	}
-	return sealSegment(s, x, w.opts.Compress, w.opts.Sync != SyncNone)
+	if err := sealSegment(s, x, w.opts.Sync != SyncNone); err != nil {
+		return err
+	}
+	w.queue(s, x)
+	return nil
 }
 
 // adoptLast makes the unsealed last segment the one being written, its

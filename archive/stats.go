@@ -17,6 +17,10 @@ type WriterStats struct {
 	Sealed     uint64 // segments sealed
 	Removed    uint64 // sealed segments removed by retention
 	TornBytes  uint64 // bytes of a torn tail cut at open
+	// Compressed counts the sealed segments compressed (Options.Compress,
+	// on the compressor's goroutine); CompressErrors those left plain by
+	// an error (whole and readable).
+	Compressed, CompressErrors uint64
 	// WriteErrors counts the errors that broke the writer (a full disk).
 	WriteErrors uint64
 }
@@ -33,10 +37,14 @@ type writerCounters struct {
 // Stats returns the writer's counters; safe from any goroutine.
 func (w *Writer) Stats() WriterStats {
 	c := &w.st
-	return WriterStats{Epoch: c.epoch.Load(), Last: c.last.Load(), Epochs: c.epochs.Load(), Records: c.records.Load(),
+	st := WriterStats{Epoch: c.epoch.Load(), Last: c.last.Load(), Epochs: c.epochs.Load(), Records: c.records.Load(),
 		Gaps: c.gaps.Load(), GapRecords: c.gapRecords.Load(), Bytes: c.bytes.Load(), Flushes: c.flushes.Load(),
 		Syncs: c.syncs.Load(), Sealed: c.sealed.Load(), Removed: c.removed.Load(), TornBytes: c.tornBytes.Load(),
 		WriteErrors: c.writeErrors.Load()}
+	if w.comp != nil {
+		st.Compressed, st.CompressErrors = w.comp.compressed.Load(), w.comp.errs.Load()
+	}
+	return st
 }
 
 // readStats are a Reader's counters (Added by its cursors).

@@ -40,6 +40,8 @@ type Writer struct {
 	// Flush publishes them in st, which Stats reads.
 	records, bytes uint64
 	st             writerCounters
+
+	comp *compressor // Options.Compress's (nil: none)
 }
 
 // OpenWriter opens the archive in dir for appending, making dir if need
@@ -58,7 +60,13 @@ func OpenWriter(dir string, opts Options) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{dir: dir, opts: opts, lock: lock, buf: make([]byte, 0, opts.BufferSize+64<<10)}
+	if opts.Compress {
+		w.comp = newCompressor(dir, opts.Sync != SyncNone)
+	}
 	if err := w.recover(); err != nil {
+		if w.comp != nil {
+			w.comp.close()
+		}
 		lock.Close()
 		return nil, fmt.Errorf("archive: open %s: %w", dir, err)
 	}
@@ -286,6 +294,9 @@ func (w *Writer) Close() error {
 		}
 		w.f.Close()
 		w.f = nil
+	}
+	if w.comp != nil {
+		w.comp.close() // once what was sealed is compressed
 	}
 	w.lock.Close()
 	w.lock = nil
