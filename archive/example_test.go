@@ -78,3 +78,38 @@ func ExampleRecorder() {
 	// 3 EURUSD 1.0841
 	// replayed 1..3
 }
+
+// A Writer takes records (and gaps) at their sequences; a Reader finds
+// them again by sequence or by the time they were seen.
+func ExampleWriter() {
+	dir, _ := os.MkdirTemp("", "example-")
+	defer os.RemoveAll(dir)
+	w, err := archive.OpenWriter(dir, archive.Options{Sync: archive.SyncSegment})
+	if err != nil {
+		panic(err)
+	}
+	ring := archive.Source{Geometry: archive.Geometry{PayloadSize: 8, Capacity: 1024}, Dev: 1, Ino: 1}
+	w.Begin(ring, 100, 0)
+	t0 := time.Date(2026, 12, 1, 14, 30, 0, 0, time.UTC).UnixNano()
+	for seq := uint64(100); seq < 110; seq++ {
+		w.Append(seq, t0+int64(seq-100)*int64(time.Second), []byte(fmt.Sprintf("tick%04d", seq)))
+	}
+	w.Gap(110, 119, t0+10*int64(time.Second)) // records the recorder could not read
+	w.Append(120, t0+11*int64(time.Second), []byte("tick0120"))
+	w.Close()
+
+	r, _ := archive.Open(dir)
+	c, _ := r.SeekTime(1, t0+int64(8500*time.Millisecond)) // the first seen at or after 14:30:08.5
+	for e, err := c.Next(); err == nil; e, err = c.Next() {
+		if e.Kind == archive.KindGap {
+			fmt.Println("gap", e.Seq, e.Last)
+			continue
+		}
+		fmt.Println("record", e.Seq, string(e.Rec))
+	}
+	c.Close()
+	// Output:
+	// record 109 tick0109
+	// gap 110 119
+	// record 120 tick0120
+}
