@@ -23,7 +23,7 @@ func fmtMBs(v float64) string {
 		return dash
 	}
 	mb := v / 1e6
-	if mb >= 100 {
+	if mb >= 99.95 {
 		return strconv.FormatFloat(mb, 'f', 0, 64) + " MB/s"
 	}
 	return strconv.FormatFloat(mb, 'f', 1, 64) + " MB/s"

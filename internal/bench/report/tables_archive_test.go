@@ -51,6 +51,11 @@ func TestArchiveTables(t *testing.T) {
 	wantRow(t, out, "disk", "interval=100ms", "4096", "≥ 300 k", "299 k", "1238 MB/s", "1032 MB/s", "0.61×", "-", "1.67", "0.50", "0.10")
 	wantRow(t, out, "zero-loss replication rate, the run's highest", "6.40 M/s", "stress section: xdp-unicast, wait loop-yield, 64-byte records")
 	wantRow(t, out, "disk sequential write, O_DIRECT", "1700 MB/s")
+	for v, want := range map[float64]string{99.99e6: "100 MB/s", 99.94e6: "99.9 MB/s", 5e4: "0.1 MB/s", 0: "-"} {
+		if got := fmtMBs(v); got != want {
+			t.Errorf("fmtMBs(%v) = %q, want %q", v, got, want)
+		}
+	}
 	wantRow(t, out, "tmpfs", "none", "64", "1,048,576", "10.0 M", "9.80 M", "no", "3", "1,000,000")
 	wantRow(t, out, "/var/tmp", "8,000,000", "10.0 M", "960 MB/s", "0.09", "0.90")
 	wantRow(t, out, "sequence", "cold", "2,000", "310.0", "900.0", "1440", "4000")
