@@ -71,7 +71,14 @@ mirror of each host in one ringfire run on one loop), and 1, 4 and 16
 rings served and mirrored by one ringfire run process per side over AF_XDP:
 their aggregate zero-loss rate and each ring's round trip against one ring
 alone (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
---samples, --deployed-for). It prints tables; --out writes bench.json and
+--samples, --deployed-for), and the archive (archive): a recorder process
+following a producer process's ring into an archive, the highest rate it
+keeps up with, no gap entry, into tmpfs and onto the disk (--archive-dir)
+in each sync mode, against dd oflag=direct on the same disk; a replayer
+process replaying at speed max; a seek and the first Next to random
+sequences and times of a 100 M-record archive on the disk; compression of
+the synthetic feed and of a market-data one (the --archive-* flags size
+it; every file it makes is removed). It prints tables; --out writes bench.json and
 the charts latency.svg and throughput.svg into a directory, --markdown the
 page docs/benchmarks.md (method, machine, one table per measurement, the
 floors; make bench passes both). --render FILE measures nothing: it reads
@@ -88,6 +95,7 @@ type benchFlags struct {
 	pingpong, stress, stages, deployed  time.Duration
 	out, markdown, render, cpuProfile   string
 	json, quick, trace                  bool
+	archive                             archiveFlags
 }
 
 // run is the command with its arguments (after the program name).
@@ -111,6 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
 	fs.StringVar(&f.rings, "rings", joinInts(bench.DefaultRings), "rings: ring `counts` served and mirrored by one ringfire run per side (one ring alone is always measured)")
 	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(deployed.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
+	f.archive.register(fs)
 	fs.StringVar(&f.out, "out", "", "write bench.json and the SVG charts into `dir`")
 	fs.StringVar(&f.markdown, "markdown", "", "write the page of the results (docs/benchmarks.md) to `file`, its charts linked relative to it in --out")
 	fs.StringVar(&f.render, "render", "", "measure nothing: render the report in `file` (a bench.json) as tables, charts (--out) and page (--markdown)")
@@ -195,7 +204,11 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	if f.record < 24 || f.record > 1400 {
 		return cfg, usagef("--record %d: want 24..1400 bytes", f.record)
 	}
+	if cfg.Archive, err = f.archive.config(); err != nil {
+		return cfg, err
+	}
 	if f.quick {
+		cfg.Archive.Quick()
 		cfg.PingPong, cfg.Stress, cfg.Stages = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 		cfg.Rates, cfg.Fanout, cfg.Rings = []int{50_000, 200_000}, []int{1, 4}, []int{1, 4}
 		cfg.WarmUp, cfg.Samples = min(cfg.WarmUp, 200), min(cfg.Samples, 2_000)

@@ -213,6 +213,12 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--rings", "1,x"}, "--rings"},
 		{[]string{"--rings", "1,51"}, "at most 50 rings"},
 		{[]string{"--rings-waits", ","}, "--rings-waits"},
+		{[]string{"--archive-rates", "1,x"}, "--archive-rates"},
+		{[]string{"--archive-syncs", "none,sometimes"}, "--archive-syncs"},
+		{[]string{"--archive-disk-records", "8"}, "--archive-disk-records"},
+		{[]string{"--archive-seek", "10"}, "--archive-seek"},
+		{[]string{"--archive-seeks", "0"}, "--archive-seeks"},
+		{[]string{"--archive-step", "0s"}, "--archive-step"},
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--markdown", "page.md"}, "--markdown"},
 		{[]string{"--render", "no/such/bench.json"}, "--render"},
@@ -243,7 +249,7 @@ func TestHelp(t *testing.T) {
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
 		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire", "--rings", "--rings-waits",
-		"--markdown", "--render", "ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md")
+		"--archive-rates", "--archive-dir", "--archive-seek", "--markdown", "--render", "ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md")
 }
 
 // The product binary links neither the harness nor package testing.

@@ -23,14 +23,19 @@
 //	  │                                    floors: relays on locked threads
 //	  │    fanout    fanout.go             1..N mirrors; Push cost; sendcost
 //	  │
-//	  └─ every endpoint a process of its own:   deployed, rings
-//	       package deployed (Bench, made once per run): proc.Start, from a
-//	       launcher thread inside namespace N1 or N2, of
-//	         ringfire serve | mirror | run    (the ringfire binary)
-//	         ringfire-bench as a role.Spec    (pinger, echo, relay; package role)
-//	       the pinger times the round trips and prints their percentiles;
-//	       this process reads every process's CPU, meters its own hiccups,
-//	       pushes the rings section's load and scrapes /metrics
+//	  ├─ every endpoint a process of its own:   deployed, rings
+//	  │    package deployed (Bench, made once per run): proc.Start, from a
+//	  │    launcher thread inside namespace N1 or N2, of
+//	  │      ringfire serve | mirror | run    (the ringfire binary)
+//	  │      ringfire-bench as a role.Spec    (pinger, echo, relay; package role)
+//	  │    the pinger times the round trips and prints their percentiles;
+//	  │    this process reads every process's CPU, meters its own hiccups,
+//	  │    pushes the rings section's load and scrapes /metrics
+//	  │
+//	  └─ archive: package bench/archive (archive.go plans it), from a
+//	       launcher thread inside namespace A: a producer, a recorder and a
+//	       replayer, each ringfire-bench as a role.Spec pinned to a CPU;
+//	       dd on the disk; seek and compression in this process
 //	  │
 //	  ▼
 //	report.Report → WriteTable | WriteJSON | WriteSVG | WriteMarkdown
@@ -39,9 +44,11 @@
 //
 //	bench          Config, Run, the plan; the sections measured in this process
 //	bench/deployed the sections whose endpoints are processes: deployed, rings
+//	bench/archive  the archive section: recording, replay, seek, compression
 //	bench/report   the Report types; text, JSON, SVG and the page docs/benchmarks.md
 //	bench/proc     starting child processes in a namespace, their lines, CPU and end
-//	bench/role     what a re-executed ringfire-bench does as pinger, echo or relay
+//	bench/role     what a re-executed ringfire-bench does as pinger, echo, relay,
+//	               or the archive section's producer, recorder or replayer
 //	bench/pace     pushing at a rate, the zero-loss sweep, polling with a bound
 //	bench/hist     the latency histogram both sides record into
 //
@@ -59,4 +66,5 @@
 //	waitack.go       the source's Wait for its mirrors
 //	fanout.go        fan-out and send cost
 //	stall.go         the machine's stalls before a run
+//	archive.go       the archive section's steps
 package bench

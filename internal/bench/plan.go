@@ -99,6 +99,9 @@ func planRest(cfg *Config, rep *report.Report, has func(string) bool) []step {
 			}})
 		}
 	}
+	if has("archive") {
+		steps = append(steps, planArchive(cfg, rep)...)
+	}
 	return steps
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/archive"
 	"github.com/ringfire/ringfire/internal/bench/deployed"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/internal/synth"
@@ -34,6 +35,7 @@ type rig struct {
 	base  time.Time // record stamps are nanoseconds since base
 	stops []func()
 	dep   *deployed.Bench // the sections whose endpoints are processes, made by Run
+	arch  *archive.Bench  // the archive section, made at its first step
 }
 
 func newRig() (*rig, error) {
@@ -69,6 +71,9 @@ func (r *rig) close() error {
 	r.reset()
 	if r.dep != nil {
 		r.dep.Close()
+	}
+	if r.arch != nil {
+		r.arch.Close()
 	}
 	os.RemoveAll(r.dir)
 	return r.owner.Close()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/bench/archive"
 	"github.com/ringfire/ringfire/internal/bench/deployed"
 	"github.com/ringfire/ringfire/internal/bench/report"
 	"golang.org/x/sys/unix"
@@ -26,7 +27,7 @@ type Config struct {
 	Stages     time.Duration // push-to-read per stage (default 1 s)
 	StageRates []int         // the producer's rates while the stages are measured (default DefaultStageRates)
 	Fanout     []int         // mirror counts (default DefaultFanout)
-	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings
+	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings, archive
 	Progress   io.Writer     // one line per measurement (default none)
 	// The deployed section: wait modes (default deployed.DefaultWaits), warm-up
 	// and timed round trips per measurement (default 10,000, at most
@@ -46,6 +47,8 @@ type Config struct {
 	// zero-loss sweep.
 	Rings      []int
 	RingsWaits []string
+	// Archive sizes the archive section (its zero value: the defaults).
+	Archive archive.Config
 }
 
 // DefaultRates is the default sweep, records/s: steps of 0.8 M above
@@ -71,7 +74,7 @@ var DefaultRings = []int{1, 4, 16}
 const procs = 8
 
 // Sections are the parts of a run.
-var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed", "rings"}
+var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed", "rings", "archive"}
 
 func (c *Config) defaults() {
 	if len(c.Transports) == 0 {

@@ -1,11 +1,14 @@
 package proc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // userHZ is the unit of the CPU times of /proc/PID/stat (USER_HZ, 100 on
@@ -43,4 +46,26 @@ func parseStatCPU(stat string) (time.Duration, error) {
 		ticks += n
 	}
 	return time.Duration(ticks) * time.Second / userHZ, nil
+}
+
+// Pin binds every thread of process pid to CPU cpu (sched_setaffinity on
+// each task of /proc/PID/task). Threads the process makes later inherit
+// the binding from the thread that makes them, all bound by then.
+func Pin(pid, cpu int) error {
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+	if err != nil {
+		return fmt.Errorf("proc: pin %d: %w", pid, err)
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("proc: pin thread %d of %d to CPU %d: %w", tid, pid, cpu, err)
+		}
+	}
+	return nil
 }

@@ -170,3 +170,15 @@ func (p *Proc) Speaks() bool { return p.lines != nil }
 // Output is the tail of what p wrote on stderr (and, a ringfire
 // process, on stdout).
 func (p *Proc) Output() string { return p.out.String() }
+
+// Send writes one line to a role's stdin (a command its protocol takes,
+// such as go).
+func (p *Proc) Send(line string) error {
+	if p.stdin == nil {
+		return fmt.Errorf("proc: %s takes no commands", p.role)
+	}
+	if _, err := p.stdin.WriteString(line + "\n"); err != nil {
+		return errors.Join(fmt.Errorf("proc: %s: %w", p.role, err), p.Alive())
+	}
+	return nil
+}

@@ -2,6 +2,10 @@ package proc
 
 import (
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,5 +41,29 @@ func TestLastLines(t *testing.T) {
 	}
 	if got := LastLines("only", 6); got != "only" {
 		t.Errorf("LastLines = %q, want %q", got, "only")
+	}
+}
+
+// Pin binds every thread of a process to one CPU.
+func TestPin(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start sleep: %v", err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	cpu := runtime.NumCPU() - 1
+	if err := Pin(cmd.Process.Pid, cpu); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Cpus_allowed_list:\t" + strconv.Itoa(cpu) + "\n"
+	if !strings.Contains(string(b), want) {
+		t.Errorf("status lacks %q:\n%s", want, b)
+	}
+	if err := Pin(1<<30, 0); err == nil {
+		t.Error("pinned a process that does not exist")
 	}
 }

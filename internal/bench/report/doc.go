@@ -17,19 +17,21 @@
 //	                                        and its tables, the floors, no date
 //
 // Each section (pingpong, stress, stages, fanout, sendcost, deployed,
-// rings) renders as one table per measurement (sections in tables.go);
+// rings, archive) renders as one table per measurement (sections in tables.go);
 // text and page share those tables, so the terminal and the page agree.
 //
 // # Files
 //
 //	report.go          Report, Machine, the sections' types, Duration
 //	rings.go           the rings section's types
+//	archive.go         the archive section's types
 //	stall.go           Stall, the machine's own pauses
 //	hiccups.go         Hiccups, a sleeping thread's oversleeps
 //	waits.go           bench wait names: loop-X, a mode, the default
 //	tables.go          the sections and their tables
 //	tables_deployed.go the deployed section's tables
 //	tables_rings.go    the rings section's tables
+//	tables_archive.go  the archive section's tables
 //	tables_floors.go   the floors gathered in one table
 //	format.go          how figures are written (µs, rates, ratios)
 //	text.go            WriteTable

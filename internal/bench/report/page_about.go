@@ -83,6 +83,36 @@ processes' NAK, gap and retransmission counters (their /metrics) did not
 move. Round trip: one pinger and one echo process for all N rings, polling
 them on a locked thread, with a record in flight on every ring at once and
 then one record in flight in all, ring after ring.`,
+	"archive": `Package archive as deployed: a producer process pushes 64-byte records
+(ringfire gen's) into a ring of 2^20 at each offered rate of
+--archive-rates for --archive-step, and a recorder process
+(archive.Recorder, from the oldest record) follows it into an archive in
+tmpfs; the producer is pinned to CPU 0, the recorder to CPU 1. A rate is
+kept up with when the recorder wrote every record pushed, with no gap
+entry, within 2 s of the producer's last; the sweep goes on to the second
+rate in a row that is not. Its highest such rate is set beside the run's
+highest zero-loss replication rate (the stress section's, when the run
+measured it). The same sweep onto the disk (--archive-dir, checked not to
+be tmpfs) for each record size of --archive-disk-records (the ring 64 MiB)
+and sync mode of --archive-syncs, the rates in MB/s of payload
+(--archive-disk-rates), each step ending with an fdatasync of every file of
+the archive: written is the entry bytes over the time until the last was
+written, durable over the time until synced, set beside what dd writes to
+the same filesystem with O_DIRECT in the same run. A replayer process
+replays an archive of --archive-replay records on the disk at speed max
+(archive.Replay, Speed 0) into a ring, once to warm the page cache and
+make the ring, once timed. Seek: an archive of --archive-seek records on
+the disk (64 MiB segments), a Seek or SeekTime to a random sequence or
+time and the first Next, --archive-seeks of each, warm (the page cache as
+the writes left it; a Reader that read every index first) and cold (the
+archive's files dropped from the page cache with posix_fadvise and a fresh
+Reader). Compression: --archive-compress records of the synthetic feed and
+of a market-data feed (300 symbols, power-law busy, prices moving a tick
+or two as integers, round-lot sizes, increasing times) written in tmpfs
+plain and compressed in 16 MiB segments: the sealed segments' sizes, the
+time of the appends that sealed them, and a fresh Reader's cursor over
+them. CPU is utime+stime of /proc/PID/stat over the measurement; every
+file the section makes is removed.`,
 }
 
 // aboutFloors says what the floors are and how to read a figure against

@@ -58,7 +58,7 @@ func TestPageFromCommittedJSON(t *testing.T) {
 // (its load average, its command) may hold figures that look like one,
 // and the run's start time is left out of it.
 func TestPageHasNoDates(t *testing.T) {
-	for _, r := range []*Report{readCommitted(t), sampleReport(), deployedReport(), ringsReport()} {
+	for _, r := range []*Report{readCommitted(t), sampleReport(), deployedReport(), ringsReport(), archiveReport()} {
 		var b bytes.Buffer
 		if err := r.WriteMarkdown(&b, "bench"); err != nil {
 			t.Fatal(err)

@@ -29,8 +29,10 @@ type Report struct {
 	DeployedRelay    []Deployed `json:"deployed_relay,omitempty"`
 	// Rings is N rings served and mirrored by one ringfire run process
 	// per side, per ring count and wait mode (one ring alone first).
-	Rings []Rings  `json:"rings,omitempty"`
-	Notes []string `json:"notes,omitempty"`
+	Rings []Rings `json:"rings,omitempty"`
+	// Archive is recording into an archive, replay, seek and compression.
+	Archive *Archive `json:"archive,omitempty"`
+	Notes   []string `json:"notes,omitempty"`
 }
 
 // Machine describes where the run happened.

@@ -37,6 +37,8 @@ func (r *Report) sections() []section {
 		{"deployed", "Deployed", []table{r.deployedTable(), r.deployedDatagramTable(), r.deployedRelayTable(),
 			r.deployedCPUTable(), r.deployedHopsTable()}},
 		{"rings", "Rings", []table{r.ringsTable(), r.ringsPerRingTable(), r.ringsSweepTable()}},
+		{"archive", "Archive", []table{r.archiveRecordTable(), r.archiveRefTable(), r.archiveSweepTable(),
+			r.archiveReplayTable(), r.archiveSeekTable(), r.archiveCompressTable()}},
 	}
 	var out []section
 	for _, s := range all {

@@ -1,5 +1,5 @@
 // Package role is what ringfire-bench does when the bench re-executes it
-// as a child process of the deployed or rings section: a pinger that
+// as a child process of the deployed, rings or archive section: a pinger that
 // times round trips, an echo that sends every record back, or a relay
 // that passes records on. The parent (package deployed) says which in the
 // environment variable Env, as a Spec in JSON; the binary calls FromEnv
@@ -26,6 +26,10 @@
 //	RingsPinger, RingsEcho  N rings polled on a locked thread (rings
 //	                        section; RingsEcho is also the hand-offs'
 //	                        relay)
+//	ArchProducer,           a producer pushing at a rate, archive.Recorder,
+//	ArchRecorder,           archive.Replay (archive section): after ready
+//	ArchReplayer            each waits for a command on stdin (go, or
+//	                        wait N) before it measures, then says result
 //
 // # Files
 //
@@ -34,4 +38,5 @@
 //	datagram.go  the datagram pinger and echo
 //	rings.go     the N-ring pinger and echo (relay)
 //	copy.go      CopyRecords, one pass of a polling relay
+//	archive.go   the archive producer, recorder and replayer
 package role

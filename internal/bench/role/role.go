@@ -41,6 +41,15 @@ type Spec struct {
 	Peer    string          `json:"peer,omitempty"`  // datagram roles: address to connect to
 	Rings   []string        `json:"rings,omitempty"` // rings roles: the rings it creates
 	Reads   []string        `json:"reads,omitempty"` // rings roles: the rings it reads, in the same order
+	// The archive roles (archive.go): the producer's rate (records/s) and
+	// ring capacity, for Limit; the archive directory, the recorder's
+	// sync mode (archive.ParseSync) and whether it syncs the archive's
+	// files once it has written everything.
+	Rate     int    `json:"rate,omitempty"`
+	Capacity uint64 `json:"capacity,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Sync     string `json:"sync,omitempty"`
+	SyncFS   bool   `json:"syncfs,omitempty"`
 }
 
 // The lines a role writes on stdout, in order: ready once what it creates
@@ -75,7 +84,7 @@ func FromEnv() (run func(stdin io.Reader, stdout io.Writer) error, ok bool) {
 }
 
 func (s Spec) run(stdin io.Reader, stdout io.Writer) error {
-	gone := watchStdin(stdin)
+	cmds, gone := watchStdin(stdin)
 	out := bufio.NewWriter(stdout)
 	var err error
 	switch s.Role {
@@ -91,6 +100,12 @@ func (s Spec) run(stdin io.Reader, stdout io.Writer) error {
 		err = ringsPinger(s, out, gone)
 	case RingsEcho:
 		err = ringsEcho(s, out, gone)
+	case ArchProducer:
+		err = archProducer(s, out, cmds, gone)
+	case ArchRecorder:
+		err = archRecorder(s, out, cmds, gone)
+	case ArchReplayer:
+		err = archReplayer(s, out, cmds, gone)
 	default:
 		err = fmt.Errorf("role: unknown role %q", s.Role)
 	}
@@ -100,15 +115,22 @@ func (s Spec) run(stdin io.Reader, stdout io.Writer) error {
 	return err
 }
 
-// watchStdin returns a channel closed when stdin reaches its end: the
-// parent closed it (or died).
-func watchStdin(stdin io.Reader) <-chan struct{} {
-	gone := make(chan struct{})
+// watchStdin returns the lines the parent writes on stdin (the commands
+// of the archive roles; the other roles take none) and a channel closed
+// when stdin reaches its end: the parent closed it (or died).
+func watchStdin(stdin io.Reader) (<-chan string, <-chan struct{}) {
+	cmds, gone := make(chan string, 16), make(chan struct{})
 	go func() {
-		io.Copy(io.Discard, stdin)
-		close(gone)
+		defer close(gone)
+		sc := bufio.NewScanner(stdin)
+		for sc.Scan() {
+			select {
+			case cmds <- sc.Text():
+			default: // a role that takes no commands
+			}
+		}
 	}()
-	return gone
+	return cmds, gone
 }
 
 // say writes one protocol line and flushes it.
