@@ -55,6 +55,9 @@ func (c *Cursor) open(s segment, off int64) error {
 		return fmt.Errorf("archive: %s: %w", s.data(), err)
 	}
 	c.seg, c.last = s, s.first-1
+	if c.sc != nil {
+		c.sc.release()
+	}
 	c.d, c.sc = d, newScanner(d, h.Source.Geometry, off)
 	return nil
 }
@@ -122,6 +125,9 @@ func (c *Cursor) advance(end error) (bool, error) {
 
 // Close releases the cursor's file.
 func (c *Cursor) Close() error {
+	if c.sc != nil {
+		c.sc.release()
+	}
 	c.sc = nil
 	if c.d == nil {
 		return nil

@@ -37,6 +37,7 @@
 //
 //	format.go     the segment header and entry bytes, Geometry, Source, Entry
 //	segment.go    segment file names and listing
+//	listing.go    a Reader's listing, kept while the directory is unchanged
 //	index.go      the sealed segment's index (.rfi)
 //	scan.go       reading entries in order from a segment's data
 //	compress.go   zstd blocks of a sealed segment

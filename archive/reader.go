@@ -17,6 +17,8 @@ type Reader struct {
 	dir string
 	st  readStats
 
+	list listing // the directory's segments, as last listed
+
 	mu     sync.Mutex
 	sealed map[string]*index // sealed segments' indexes, by base
 	active map[string]*index // the indexes of unsealed segments, as far as scanned
@@ -140,7 +142,7 @@ func (r *Reader) segmentAt(epoch, first uint64) (segment, bool) {
 
 // epochSegments lists the segments of epoch, in order.
 func (r *Reader) epochSegments(epoch uint64) ([]segment, error) {
-	segs, err := listSegments(r.dir)
+	segs, err := r.list.segments(r.dir)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // errTorn: the data ends inside an entry, or an entry fails its checks.
@@ -12,9 +13,10 @@ import (
 // anywhere else it is corruption.
 var errTorn = errors.New("archive: torn entry")
 
-// scanner reads a segment's entries in order through a buffer, in reads
-// of at least scanChunk bytes: one entry's bytes are a slice of the
-// buffer, valid until the next call.
+// scanner reads a segment's entries in order through a buffer: one
+// entry's bytes are a slice of the buffer, valid until the next call. Its
+// reads start at firstChunk bytes (a seek reads no more than its index
+// point's span and an entry) and double up to scanChunk as it reads on.
 type scanner struct {
 	r      io.ReaderAt
 	sh     shape
@@ -22,12 +24,27 @@ type scanner struct {
 	buf    []byte
 	bufOff int64 // the data offset of buf[0]
 	off    int64 // the next entry's offset
+	chunk  int   // the next read's size
 }
 
-const scanChunk = 256 << 10
+const (
+	firstChunk = indexEvery + 4<<10
+	scanChunk  = 256 << 10
+)
 
 func newScanner(r io.ReaderAt, geo Geometry, off int64) *scanner {
-	return &scanner{r: r, sh: geo.shape(), off: off, buf: make([]byte, 0, scanChunk)}
+	return &scanner{r: r, sh: geo.shape(), off: off, chunk: firstChunk, buf: bufs.Get().([]byte)[:0]}
+}
+
+// bufs keeps scanners' buffers between cursors (a seek makes one).
+var bufs = sync.Pool{New: func() any { return make([]byte, 0, scanChunk) }}
+
+// release gives the buffer back; the scanner is not used again.
+func (s *scanner) release() {
+	if cap(s.buf) == scanChunk {
+		bufs.Put(s.buf[:0])
+	}
+	s.buf = nil
 }
 
 // drop forgets the buffer's bytes: the next read reads the data again.
@@ -71,7 +88,8 @@ func (s *scanner) bytes(off int64, n int) ([]byte, error) {
 		i := off - s.bufOff
 		return s.buf[i : i+int64(n)], nil
 	}
-	want := max(n, scanChunk)
+	want := max(n, s.chunk)
+	s.chunk = min(2*s.chunk, scanChunk)
 	if n > scanChunk { // allocate for a large entry only once its last byte is there
 		if _, err := s.r.ReadAt(make([]byte, 1), off+int64(n)-1); err != nil {
 			if err == io.EOF {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -48,8 +49,9 @@ func parseSegName(name string) (epoch, first uint64, ok bool) {
 	if len(name) != 33 || name[16] != '-' {
 		return 0, 0, false
 	}
-	_, err := fmt.Sscanf(name, "%016x-%016x", &epoch, &first)
-	return epoch, first, err == nil && first != 0
+	epoch, err1 := strconv.ParseUint(name[:16], 16, 64)
+	first, err2 := strconv.ParseUint(name[17:], 16, 64)
+	return epoch, first, err1 == nil && err2 == nil && first != 0
 }
 
 // listSegments returns the archive's segments in order (epoch, then first
