@@ -3,28 +3,15 @@ package archive
 import (
 	"errors"
 	"io"
-	"os"
 	"testing"
 )
-
-// benchDir is a fresh directory in /dev/shm (tmpfs): the benchmarks
-// measure the archive's code, not a disk.
-func benchDir(b *testing.B) string {
-	b.Helper()
-	dir, err := os.MkdirTemp("/dev/shm", "ringfire-archive-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 var geo64 = Geometry{PayloadSize: 64, Capacity: 1 << 20}
 
 // BenchmarkAppend: one 64-byte record appended (framed, CRC'd, indexed,
 // written in 1 MiB writes) into tmpfs.
 func BenchmarkAppend(b *testing.B) {
-	w, err := OpenWriter(benchDir(b), Options{})
+	w, err := OpenWriter(rcTmpfs(b), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,7 +31,7 @@ func BenchmarkAppend(b *testing.B) {
 // BenchmarkCursor: one 64-byte record read back (CRC checked) from a
 // page-cached plain archive.
 func BenchmarkCursor(b *testing.B) {
-	dir := benchDir(b)
+	dir := rcTmpfs(b)
 	w, _ := OpenWriter(dir, Options{})
 	w.Begin(Source{Geometry: geo64}, 1, 0)
 	p := make([]byte, 64)
@@ -74,7 +61,7 @@ func BenchmarkCursor(b *testing.B) {
 // BenchmarkSeek: a seek to a sequence in an archive of 4M records in 64
 // segments of 8 MiB, and the record read.
 func BenchmarkSeek(b *testing.B) {
-	dir := benchDir(b)
+	dir := rcTmpfs(b)
 	const n = 4 << 20
 	w, _ := OpenWriter(dir, Options{SegmentSize: 8 << 20})
 	w.Begin(Source{Geometry: geo64}, 1, 0)

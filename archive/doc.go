@@ -28,9 +28,10 @@
 // its length and CRC) and resumes after the last whole one. Sealing and
 // compressing go through temporary files and renames.
 //
-// One goroutine writes (Writer, one per directory: a lock file); with
-// Options.Compress a second compresses what it sealed, so that the writer
-// never waits for zstd. Readers and their Cursors read concurrently, also
+// One goroutine appends (Writer, one per directory: a lock file); a
+// second writes its full buffers, so that a write(2) that stalls does not
+// stall the appends (the flusher), and with Options.Compress a third
+// compresses what it sealed, so that the writer never waits for zstd. Readers and their Cursors read concurrently, also
 // from other processes, and see what the writer flushed.
 //
 // Files:
@@ -42,6 +43,7 @@
 //	scan.go       reading entries in order from a segment's data
 //	compress.go   zstd blocks of a sealed segment
 //	compressor.go compressing sealed segments on a goroutine of its own
+//	flusher.go    writing full buffers on a goroutine of its own
 //	options.go    Options and Sync
 //	writer.go     Writer: Begin, Append, Gap, Flush, Close
 //	seal.go       sealing a segment, recovery at open

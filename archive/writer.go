@@ -15,7 +15,9 @@ import (
 // an epoch is written once, in order: a record, or part of a gap.
 //
 // Appends go to a buffer, written to the segment in one write when it
-// fills and at Flush; Options.Sync says when they are made durable.
+// fills (on the flusher's goroutine: the append goes on with another
+// buffer) and at Flush (which waits for the write); Options.Sync says
+// when they are made durable.
 type Writer struct {
 	dir  string
 	opts Options
@@ -33,7 +35,6 @@ type Writer struct {
 	shape    shape  // src's
 	last     uint64 // the epoch's last sequence written (a gap's Last)
 	lastTime int64
-	lastSync time.Time
 	err      error // the write error that broke the writer
 
 	// records and bytes count per entry, in the writer's goroutine;
@@ -42,6 +43,7 @@ type Writer struct {
 	st             writerCounters
 
 	comp *compressor // Options.Compress's (nil: none)
+	io   *flusher    // writes full buffers
 }
 
 // OpenWriter opens the archive in dir for appending, making dir if need
@@ -60,6 +62,11 @@ func OpenWriter(dir string, opts Options) (*Writer, error) {
 		return nil, err
 	}
 	w := &Writer{dir: dir, opts: opts, lock: lock, buf: make([]byte, 0, opts.BufferSize+64<<10)}
+	var every time.Duration
+	if opts.Sync == SyncInterval {
+		every = opts.SyncEvery
+	}
+	w.io = newFlusher(opts.BufferSize+64<<10, every, &w.st)
 	if opts.Compress {
 		w.comp = newCompressor(dir, opts.Sync != SyncNone)
 	}
@@ -67,6 +74,7 @@ func OpenWriter(dir string, opts Options) (*Writer, error) {
 		if w.comp != nil {
 			w.comp.close()
 		}
+		w.io.close()
 		lock.Close()
 		return nil, fmt.Errorf("archive: open %s: %w", dir, err)
 	}
@@ -189,7 +197,7 @@ func (w *Writer) put(k Kind, seq, last uint64, t int64, p []byte) error {
 	w.last, w.lastTime = last, t
 	w.bytes += uint64(len(w.buf) - n)
 	if len(w.buf) >= w.opts.BufferSize {
-		return w.Flush()
+		return w.handoff()
 	}
 	return nil
 }
@@ -237,11 +245,12 @@ func createSegment(s segment, h header) (*os.File, error) {
 	return f, nil
 }
 
-// Flush writes the buffered entries to the segment (readers see them),
-// and syncs when Options.Sync says a sync is due.
-func (w *Writer) Flush() error {
-	if err := w.usable(); err != nil {
-		return err
+// handoff sends the buffer to the flusher, which writes it to the
+// segment (and syncs when SyncInterval says a sync is due), and goes on
+// with an empty one: the append does not wait for the write.
+func (w *Writer) handoff() error {
+	if err := w.io.error(); err != nil {
+		return w.fail(err)
 	}
 	if w.f == nil || len(w.buf) == 0 {
 		return nil
@@ -249,14 +258,22 @@ func (w *Writer) Flush() error {
 	w.st.records.Store(w.records)
 	w.st.bytes.Store(w.bytes)
 	w.st.last.Store(w.last)
-	_, err := w.f.Write(w.buf)
-	w.buf = w.buf[:0]
-	if err != nil {
-		return w.fail(err)
+	w.buf = w.io.send(w.f, w.seg.data(), w.buf)
+	return nil
+}
+
+// Flush writes the buffered entries to the segment and returns once they
+// are written (readers see them); a sync is made when Options.Sync says
+// one is due.
+func (w *Writer) Flush() error {
+	if err := w.usable(); err != nil {
+		return err
 	}
-	w.st.flushes.Add(1)
-	if w.opts.Sync == SyncInterval && time.Since(w.lastSync) >= w.opts.SyncEvery {
-		return w.sync()
+	if err := w.handoff(); err != nil {
+		return err
+	}
+	if err := w.io.drain(); err != nil {
+		return w.fail(err)
 	}
 	return nil
 }
@@ -265,7 +282,6 @@ func (w *Writer) sync() error {
 	if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
 		return w.fail(fmt.Errorf("%s: %w", w.seg.data(), os.NewSyscallError("fdatasync", err)))
 	}
-	w.lastSync = time.Now()
 	w.st.syncs.Add(1)
 	return nil
 }
@@ -298,6 +314,7 @@ func (w *Writer) Close() error {
 	if w.comp != nil {
 		w.comp.close() // once what was sealed is compressed
 	}
+	w.io.close()
 	w.lock.Close()
 	w.lock = nil
 	return err

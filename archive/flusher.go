@@ -1,0 +1,115 @@
+package archive
+
+import (
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// flusher writes a Writer's full buffers on a goroutine of its own, so
+// that a write(2) that stalls (page cache reclaim, dirty-page throttling,
+// a journal commit) does not stall the goroutine that appends, and the
+// recorder behind it keeps reading its ring. Buffers go to it in order
+// and come back empty; with flushDepth of them in flight the appender
+// waits for one: the disk then sets the pace.
+//
+// Who wakes whom: the writer's goroutine sends a job on work and takes a
+// buffer from free (waiting when none is there); the flusher's goroutine
+// waits on work, writes, syncs when SyncInterval says, and sends the
+// buffer back on free. The writer waits for every job sent (pending) in
+// Writer.Flush, seal and Close, before it syncs, closes or renames.
+type flusher struct {
+	work    chan flushJob
+	free    chan []byte
+	pending sync.WaitGroup // jobs sent and not written; Add and Wait on the writer's goroutine only
+	every   time.Duration  // SyncInterval's period; 0: no interval syncs
+
+	// err is the first write or sync error: stored by the flusher's
+	// goroutine, loaded by the writer's, which breaks on it.
+	err atomic.Pointer[error]
+	// lastSync is the flusher's own.
+	lastSync       time.Time
+	flushes, syncs *atomic.Uint64 // the Writer's counters
+	done           chan struct{}
+}
+
+// flushDepth is how many buffers may wait to be written: with 1 MiB
+// buffers, 4 MiB, or a few milliseconds of the disk's bandwidth.
+const flushDepth = 4
+
+type flushJob struct {
+	f    *os.File
+	name string // the segment's data file, for errors
+	b    []byte
+}
+
+func newFlusher(size int, every time.Duration, st *writerCounters) *flusher {
+	fl := &flusher{work: make(chan flushJob, flushDepth), free: make(chan []byte, flushDepth+1), every: every,
+		flushes: &st.flushes, syncs: &st.syncs, done: make(chan struct{}), lastSync: time.Now()}
+	for range flushDepth {
+		fl.free <- make([]byte, 0, size)
+	}
+	go fl.run()
+	return fl
+}
+
+func (fl *flusher) run() {
+	defer close(fl.done)
+	for j := range fl.work {
+		if fl.err.Load() == nil {
+			fl.write(j)
+		}
+		fl.free <- j.b[:0]
+		fl.pending.Done()
+	}
+}
+
+func (fl *flusher) write(j flushJob) {
+	if _, err := j.f.Write(j.b); err != nil {
+		fl.fail(err)
+		return
+	}
+	fl.flushes.Add(1)
+	if fl.every > 0 && time.Since(fl.lastSync) >= fl.every {
+		if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
+			fl.fail(fmt.Errorf("%s: %w", j.name, os.NewSyscallError("fdatasync", err)))
+			return
+		}
+		fl.lastSync = time.Now()
+		fl.syncs.Add(1)
+	}
+}
+
+func (fl *flusher) fail(err error) { fl.err.CompareAndSwap(nil, &err) }
+
+// error is the flusher's first error, nil if none.
+func (fl *flusher) error() error {
+	if p := fl.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// send hands b, full, to be written to f, and returns an empty buffer.
+func (fl *flusher) send(f *os.File, name string, b []byte) []byte {
+	fl.pending.Add(1)
+	fl.work <- flushJob{f, name, b}
+	return <-fl.free
+}
+
+// drain waits until everything sent is written; it returns the first
+// error of a write or sync.
+func (fl *flusher) drain() error {
+	fl.pending.Wait()
+	return fl.error()
+}
+
+// close ends the flusher's goroutine once it wrote what was sent.
+func (fl *flusher) close() {
+	close(fl.work)
+	<-fl.done
+}
