@@ -31,10 +31,13 @@ type flusher struct {
 	// err is the first write or sync error: stored by the flusher's
 	// goroutine, loaded by the writer's, which breaks on it.
 	err atomic.Pointer[error]
-	// lastSync is the flusher's own.
-	lastSync       time.Time
-	flushes, syncs *atomic.Uint64 // the Writer's counters
-	done           chan struct{}
+	// lastSync, kickF, kickFrom and kickTo are the flusher's own: the last
+	// sync, and the range of the file written since the last writeback kick.
+	lastSync         time.Time
+	kickF            *os.File
+	kickFrom, kickTo int64
+	flushes, syncs   *atomic.Uint64 // the Writer's counters
+	done             chan struct{}
 }
 
 // flushDepth is how many buffers may wait to be written: with 1 MiB
@@ -74,6 +77,7 @@ func (fl *flusher) write(j flushJob) {
 		return
 	}
 	fl.flushes.Add(1)
+	fl.kick(j.f, int64(len(j.b)))
 	if fl.every > 0 && time.Since(fl.lastSync) >= fl.every {
 		if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
 			fl.fail(fmt.Errorf("%s: %w", j.name, os.NewSyscallError("fdatasync", err)))
@@ -82,6 +86,28 @@ func (fl *flusher) write(j flushJob) {
 		fl.lastSync = time.Now()
 		fl.syncs.Add(1)
 	}
+}
+
+// kickEvery: once this much was written to a segment, its writeback is
+// started (sync_file_range WRITE: it does not wait). The kernel would
+// otherwise hold the dirty pages until dirty_background_ratio of memory
+// (gigabytes) or dirty_expire (30 s), then write them all at once, and a
+// sync (interval, segment, Close) would wait for all of them: started
+// early, the disk writes while the recorder does, and a sync finds little
+// left. RocksDB's bytes_per_sync is the same idea.
+const kickEvery = 8 << 20
+
+func (fl *flusher) kick(f *os.File, n int64) {
+	if f != fl.kickF {
+		fl.kickF, fl.kickFrom, fl.kickTo = f, 0, 0
+	}
+	fl.kickTo += n
+	if fl.kickTo-fl.kickFrom < kickEvery {
+		return
+	}
+	// Advice only: an error here changes nothing the writes did.
+	unix.SyncFileRange(int(f.Fd()), fl.kickFrom, fl.kickTo-fl.kickFrom, unix.SYNC_FILE_RANGE_WRITE)
+	fl.kickFrom = fl.kickTo
 }
 
 func (fl *flusher) fail(err error) { fl.err.CompareAndSwap(nil, &err) }
