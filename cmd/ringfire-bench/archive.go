@@ -2,6 +2,7 @@ package main
 
 import (
 	"flag"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,10 @@ type archiveFlags struct {
 	step                                 time.Duration
 	dir                                  string
 	ddMiB, replay, seek, seeks, compress int
+
+	catchup, catchupFill, catchupRate int
+	catchupFor                        time.Duration
+	catchupTransport                  string
 }
 
 func (a *archiveFlags) register(fs *flag.FlagSet) {
@@ -29,10 +34,18 @@ func (a *archiveFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.seek, "archive-seek", 100_000_000, "archive: `records` of the archive seeks are timed in (fewer, noted, if the disk lacks room)")
 	fs.IntVar(&a.seeks, "archive-seeks", 2000, "archive: seeks timed per kind (sequence, time) and page cache (warm, cold)")
 	fs.IntVar(&a.compress, "archive-compress", 2<<20, "archive: `records` of each feed written plain and compressed")
+	fs.IntVar(&a.catchup, "archive-catchup-records", 10_000_000, "archive: `records` a mirror catches up from the archive "+
+		"(serve --archive, the repair budget off) before it goes live")
+	fs.IntVar(&a.catchupFill, "archive-catchup-fill", 2_000_000, "archive: the producer's `rate` while the catch-up's records are archived, records/s (the recorder must keep up)")
+	fs.IntVar(&a.catchupRate, "archive-catchup-rate", 1_000_000, "archive: the live `rate` after the catch-up, records/s")
+	fs.DurationVar(&a.catchupFor, "archive-catchup-live", 3*time.Second, "archive: `duration` of the live load after the catch-up")
+	fs.StringVar(&a.catchupTransport, "archive-catchup-transport", benarch.CatchupTransports[0],
+		"archive: the catch-up's live `path`: "+strings.Join(benarch.CatchupTransports, " or ")+" (the catch-up itself is TCP)")
 }
 
 func (a *archiveFlags) config() (benarch.Config, error) {
-	c := benarch.Config{Step: a.step, DiskDir: a.dir, DDMiB: a.ddMiB, Replay: a.replay, Seek: a.seek, Seeks: a.seeks, Compress: a.compress}
+	c := benarch.Config{Step: a.step, DiskDir: a.dir, DDMiB: a.ddMiB, Replay: a.replay, Seek: a.seek, Seeks: a.seeks, Compress: a.compress,
+		Catchup: a.catchup, CatchupFill: a.catchupFill, CatchupRate: a.catchupRate, CatchupFor: a.catchupFor, CatchupTransport: a.catchupTransport}
 	var err error
 	if c.Rates, err = parseInts("--archive-rates", a.rates); err != nil {
 		return c, err
@@ -57,7 +70,8 @@ func (a *archiveFlags) config() (benarch.Config, error) {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"--archive-dd-mib", a.ddMiB}, {"--archive-replay", a.replay}, {"--archive-seek", a.seek}, {"--archive-seeks", a.seeks}, {"--archive-compress", a.compress}} {
+	}{{"--archive-dd-mib", a.ddMiB}, {"--archive-replay", a.replay}, {"--archive-seek", a.seek}, {"--archive-seeks", a.seeks}, {"--archive-compress", a.compress},
+		{"--archive-catchup-records", a.catchup}, {"--archive-catchup-fill", a.catchupFill}, {"--archive-catchup-rate", a.catchupRate}} {
 		if v.n <= 0 {
 			return c, usagef("%s %d: must be positive", v.name, v.n)
 		}
@@ -69,6 +83,10 @@ func (a *archiveFlags) config() (benarch.Config, error) {
 		return c, usagef("--archive-dir: empty")
 	case a.seek < 1000:
 		return c, usagef("--archive-seek %d: at least 1000 records", a.seek)
+	case a.catchupFor <= 0:
+		return c, usagef("--archive-catchup-live %v: must be positive", a.catchupFor)
+	case !slices.Contains(benarch.CatchupTransports, a.catchupTransport):
+		return c, usagef("--archive-catchup-transport %q: want %s", a.catchupTransport, strings.Join(benarch.CatchupTransports, " or "))
 	}
 	return c, nil
 }

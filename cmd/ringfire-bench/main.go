@@ -77,8 +77,11 @@ keeps up with, no gap entry, into tmpfs and onto the disk (--archive-dir)
 in each sync mode, against dd oflag=direct on the same disk; a replayer
 process replaying at speed max; a seek and the first Next to random
 sequences and times of a 100 M-record archive on the disk; compression of
-the synthetic feed and of a market-data one (the --archive-* flags size
-it; every file it makes is removed). It prints tables; --out writes bench.json and
+the synthetic feed and of a market-data one; and a ringfire mirror
+(namespace B) catching up 10 M records from a ringfire serve --archive
+(namespace A) over TCP, the repair budget off, timed, then following a
+live load: no gap, no record twice, its last records the source's (the
+--archive-* flags size it; every file it makes is removed). It prints tables; --out writes bench.json and
 the charts latency.svg and throughput.svg into a directory, --markdown the
 page docs/benchmarks.md (method, machine, one table per measurement, the
 floors; make bench passes both). --render FILE measures nothing: it reads

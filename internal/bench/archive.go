@@ -9,7 +9,8 @@ import (
 
 // planArchive lists the archive section's measurements: recording into
 // tmpfs, the disk's own bandwidth, recording onto the disk in each sync
-// mode and record size, replay, seek and compression. Each fills its
+// mode and record size, replay, seek, compression, and a mirror catching
+// up from the archive then going live. Each fills its
 // part of rep.Archive; the section's notes go to rep.Notes at its end.
 func planArchive(cfg *Config, rep *report.Report) []step {
 	ac := cfg.Archive
@@ -54,15 +55,24 @@ func planArchive(cfg *Config, rep *report.Report) []step {
 	}), on("compression", func(b *archive.Bench) error {
 		c, err := b.Compress()
 		x.Compress = c
-		rep.Notes = append(rep.Notes, b.Notes()...)
 		return err
-	}))
+	}), on(fmt.Sprintf("catch-up of %d records from the archive, then live over %s", ac.Catchup, ac.CatchupTransport),
+		func(b *archive.Bench) error {
+			c, err := b.Catchup()
+			x.Catchup = &c
+			rep.Notes = append(rep.Notes, b.Notes()...)
+			return err
+		}))
 }
 
 // archive is the run's archive section (made at its first step).
 func (r *rig) archive(cfg *Config) (*archive.Bench, error) {
 	if r.arch == nil {
-		b, err := archive.New(r.pair.A, r.dir, cfg.Archive)
+		ac := cfg.Archive
+		if ac.Ringfire == "" {
+			ac.Ringfire = cfg.Ringfire
+		}
+		b, err := archive.New(r.pair, r.dir, ac)
 		if err != nil {
 			return nil, err
 		}

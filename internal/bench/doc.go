@@ -35,7 +35,9 @@
 //	  └─ archive: package bench/archive (archive.go plans it), from a
 //	       launcher thread inside namespace A: a producer, a recorder and a
 //	       replayer, each ringfire-bench as a role.Spec pinned to a CPU;
-//	       dd on the disk; seek and compression in this process
+//	       dd on the disk; seek and compression in this process; for the
+//	       catch-up, ringfire serve --archive there and ringfire mirror
+//	       from a launcher in namespace B
 //	  │
 //	  ▼
 //	report.Report → WriteTable | WriteJSON | WriteSVG | WriteMarkdown
@@ -44,7 +46,8 @@
 //
 //	bench          Config, Run, the plan; the sections measured in this process
 //	bench/deployed the sections whose endpoints are processes: deployed, rings
-//	bench/archive  the archive section: recording, replay, seek, compression
+//	bench/archive  the archive section: recording, replay, seek, compression,
+//	               a mirror catching up from the archive
 //	bench/report   the Report types; text, JSON, SVG and the page docs/benchmarks.md
 //	bench/proc     starting child processes in a namespace, their lines, CPU and end
 //	bench/role     what a re-executed ringfire-bench does as pinger, echo, relay,

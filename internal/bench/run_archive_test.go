@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/internal/bench/archive"
+	"github.com/ringfire/ringfire/internal/bench/report"
 	"github.com/ringfire/ringfire/internal/netns"
 	"golang.org/x/sys/unix"
 )
@@ -16,7 +17,8 @@ import (
 // The archive section at a tiny size: every sweep's steps are measured
 // with the CPU of the producer and the recorder, each zero-gap step wrote
 // every record pushed, dd, replay, seek and compression give figures,
-// the tables show them, and no file is left behind. It asserts what was
+// the tables show them, a mirror catches up from the archive, and no
+// file is left behind. It asserts what was
 // measured, never how fast.
 func TestArchiveSection(t *testing.T) {
 	netns.Require(t)
@@ -30,7 +32,8 @@ func TestArchiveSection(t *testing.T) {
 	before := leftovers(t, disk)
 	rep, err := Run(ctx, Config{Sections: []string{"archive"}, Stress: 200 * time.Millisecond, Archive: archive.Config{
 		Rates: []int{50_000, 100_000}, DiskRates: []int{5, 10}, DiskRecords: []int{64, 1024}, Syncs: []string{"none", "interval=100ms"},
-		Step: 200 * time.Millisecond, DiskDir: disk, DDMiB: 16, Replay: 100_000, Seek: 300_000, Seeks: 50, Compress: 400_000}})
+		Step: 200 * time.Millisecond, DiskDir: disk, DDMiB: 16, Replay: 100_000, Seek: 300_000, Seeks: 50, Compress: 400_000,
+		Catchup: 200_000, CatchupFill: 200_000, CatchupRate: 100_000, CatchupFor: 300 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,12 +82,16 @@ func TestArchiveSection(t *testing.T) {
 			t.Errorf("compression of %s: %+v", c.Feed, c)
 		}
 	}
+	if c := x.Catchup; c == nil || !c.Complete() || c.Records != 200_000 {
+		t.Errorf("catch-up: %+v", c)
+	}
 	var b bytes.Buffer
 	if err := rep.WriteTable(&b); err != nil {
 		t.Fatal(err)
 	}
 	t.Log("\n" + b.String())
-	for _, want := range []string{"archive: recording, the highest", "archive: recording sweep", "archive: replay", "archive: a seek", "archive: compression"} {
+	for _, want := range []string{"archive: recording, the highest", "archive: recording sweep", "archive: replay", "archive: a seek", "archive: compression",
+		"archive: a mirror catching up"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tables lack %q", want)
 		}
@@ -102,4 +109,71 @@ func leftovers(t *testing.T, dir string) int {
 		t.Fatal(err)
 	}
 	return len(ms)
+}
+
+// A mirror catches up 200,000 records from serve --archive, most of them
+// long overwritten in the ring, then follows a live load, live over each
+// transport the catch-up takes: it ends holding every record once (no
+// gap, none twice, its last records the source's), the catch-up timed
+// with the CPU of every process, the archive on the disk, and no file
+// left behind. It asserts what was measured, never how fast.
+func TestArchiveCatchup(t *testing.T) {
+	netns.Require(t)
+	disk := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(disk, &st); err != nil || st.Type == unix.TMPFS_MAGIC {
+		disk = "/var/tmp"
+	}
+	for _, tr := range archive.CatchupTransports {
+		t.Run(tr, func(t *testing.T) {
+			before := leftovers(t, disk)
+			r, err := newRig()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := r.archive(&Config{Archive: archive.Config{DiskDir: disk, Catchup: 200_000, CatchupFill: 200_000, CatchupRate: 100_000,
+				CatchupFor: 300 * time.Millisecond, CatchupTransport: tr}})
+			if err != nil {
+				r.close()
+				t.Fatal(err)
+			}
+			c, err := b.Catchup()
+			notes := b.Notes()
+			r.close()
+			if err != nil {
+				t.Fatalf("%v: %+v", err, c)
+			}
+			t.Logf("%+v", c)
+			if len(notes) > 0 {
+				t.Errorf("notes: %q", notes)
+			}
+			l := c.Live
+			switch {
+			case !c.Complete() || c.Records != 200_000 || l.Last <= c.Records || l.Written != l.Last || l.Gaps != 0:
+				t.Errorf("not every record once: %+v", c)
+			case c.Capacity == 0 || c.Capacity > c.Records/4 || l.Compared != c.Capacity:
+				t.Errorf("ring of %d slots, %d compared, for %d records", c.Capacity, l.Compared, c.Records)
+			case l.History < c.Records-c.Capacity:
+				t.Errorf("%d records from history, want at least the %d the ring had lost", l.History, c.Records-c.Capacity)
+			case c.Elapsed <= 0 || c.Transport != tr || !strings.HasPrefix(c.Dir, disk):
+				t.Errorf("catch-up: %+v", c)
+			}
+			var used float64 // in ticks of 10 ms: one phase of a tiny run may take none
+			for _, cpu := range [][]report.ProcCPU{c.CPU, l.CPU} {
+				if len(cpu) != 4 || cpu[2].Role != "serve" || cpu[3].Role != "mirror" {
+					t.Fatalf("CPU: %+v", cpu)
+				}
+				used += cpu[2].Seconds + cpu[3].Seconds
+			}
+			if used <= 0 {
+				t.Errorf("serve and mirror used no CPU: %+v, %+v", c.CPU, l.CPU)
+			}
+			if after := leftovers(t, disk); after != before {
+				t.Errorf("%d ringfire-bench files in %s before, %d after", before, disk, after)
+			}
+			if left, _ := filepath.Glob(filepath.Join(r.dir, "*")); len(left) > 0 {
+				t.Errorf("left in /dev/shm: %q", left)
+			}
+		})
+	}
 }

@@ -27,6 +27,17 @@ type Config struct {
 	Seek        int           // records of the seek's archive (100 M)
 	Seeks       int           // seeks per kind and cache (2000)
 	Compress    int           // records per feed (2 M)
+	// The catch-up: records a mirror catches up from the archive (10 M),
+	// the producer's rate while they are archived (2 M/s), then the live
+	// rate (1 M/s) for CatchupFor (3 s), live over CatchupTransport
+	// (xdp-unicast); and the ringfire binary ("": next to this one, else
+	// built).
+	Catchup          int
+	CatchupFill      int
+	CatchupRate      int
+	CatchupFor       time.Duration
+	CatchupTransport string
+	Ringfire         string
 }
 
 // Defaults.
@@ -62,6 +73,15 @@ func (c *Config) Defaults() {
 	c.Seek = def(c.Seek, 100_000_000)
 	c.Seeks = def(c.Seeks, 2000)
 	c.Compress = def(c.Compress, 2<<20)
+	c.Catchup = def(c.Catchup, 10_000_000)
+	c.CatchupFill = def(c.CatchupFill, 2_000_000)
+	c.CatchupRate = def(c.CatchupRate, 1_000_000)
+	if c.CatchupFor <= 0 {
+		c.CatchupFor = 3 * time.Second
+	}
+	if c.CatchupTransport == "" {
+		c.CatchupTransport = CatchupTransports[0]
+	}
 }
 
 func def(n, d int) int {
@@ -75,29 +95,41 @@ func def(n, d int) int {
 // compression: the 64-byte records.
 const Record = 64
 
-// Bench measures the archive section. Its processes start from one
-// launcher in namespace ns (the source host of the other sections).
+// Bench measures the archive section. Its processes start from a
+// launcher in namespace A of pair (the source host of the other
+// sections); the catch-up's mirror from one in namespace B.
 type Bench struct {
-	cfg   Config
-	shm   string // a directory of this run in /dev/shm (tmpfs)
-	l     *proc.Launcher
-	self  string
-	notes []string
+	cfg      Config
+	shm      string // a directory of this run in /dev/shm (tmpfs)
+	pair     *netns.Pair
+	l, lb    *proc.Launcher // in A; in B (made by the catch-up)
+	self     string
+	ringfire string // the ringfire binary (found by the catch-up)
+	built    string // a temporary directory of a ringfire built here
+	notes    []string
 }
 
 // New returns the section's measurements, with its rings and tmpfs
 // archives under shmDir. It starts nothing until a measurement.
-func New(ns *netns.NS, shmDir string, cfg Config) (*Bench, error) {
+func New(pair *netns.Pair, shmDir string, cfg Config) (*Bench, error) {
 	cfg.Defaults()
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return &Bench{cfg: cfg, shm: shmDir, l: proc.NewLauncher(ns), self: self}, nil
+	return &Bench{cfg: cfg, shm: shmDir, pair: pair, l: proc.NewLauncher(pair.A), self: self}, nil
 }
 
-// Close stops the launcher.
-func (b *Bench) Close() { b.l.Close() }
+// Close stops the launchers and removes a ringfire built for the run.
+func (b *Bench) Close() {
+	b.l.Close()
+	if b.lb != nil {
+		b.lb.Close()
+	}
+	if b.built != "" {
+		os.RemoveAll(b.built)
+	}
+}
 
 // Notes are what the section's measurements said about themselves (a
 // size scaled down, a tool absent), for the report's notes.
@@ -185,4 +217,5 @@ func (c *Config) Quick() {
 	c.Rates, c.DiskRates, c.DiskRecords = []int{200_000, 1_000_000}, []int{50, 200}, []int{64}
 	c.Step, c.DDMiB = 300*time.Millisecond, 64
 	c.Replay, c.Seek, c.Seeks, c.Compress = 1<<20, 2_000_000, 200, 1<<19
+	c.Catchup, c.CatchupFor = 2_000_000, time.Second
 }

@@ -14,6 +14,11 @@
 //	  Seek: writes a 100 M-record archive on the disk, times Seek and
 //	        SeekTime and the first Next, warm then cold (fadvise)
 //	  Compress: each feed plain and compressed in tmpfs: sizes, sealing, a read
+//	  Catchup ──────────────────────────▶  producer (CPU 0): N sequenced records;
+//	    the fill, then timed: the         recorder (CPU 1): archives them, no gap
+//	    mirror's start until its ring     ringfire serve RING --archive DIR (A)
+//	    holds N; then a live load, the    ringfire mirror --from 1 (B, the veth)
+//	    mirror's counters (--json) and its last records against the ring's
 //
 // The producer's and recorder's protocol is role's (ready, a command on
 // stdin, result); this process reads each one's CPU time before the
@@ -29,4 +34,6 @@
 //	seek.go      Seek: the big archive, seeks warm and cold
 //	compress.go  Compress: sizes, sealing time, reading
 //	feed.go      the feeds (ringfire gen's, market data) and build
+//	catchup.go   Catchup: the fill, the timed catch-up, live, the checks
+//	catchup_procs.go  the catch-up's ringfire serve and mirror
 package archive

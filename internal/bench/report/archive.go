@@ -14,6 +14,8 @@ type Archive struct {
 	Replay   *ArchiveReplay    `json:"replay,omitempty"`
 	Seek     *ArchiveSeek      `json:"seek,omitempty"`
 	Compress []ArchiveCompress `json:"compress,omitempty"`
+	// Catchup is a mirror catching up from the archive, then live.
+	Catchup *ArchiveCatchup `json:"catchup,omitempty"`
 }
 
 // ArchiveRecord is a recorder following a producer's ring at each offered

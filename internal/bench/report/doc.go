@@ -25,6 +25,7 @@
 //	report.go          Report, Machine, the sections' types, Duration
 //	rings.go           the rings section's types
 //	archive.go         the archive section's types
+//	archive_catchup.go its catch-up's types
 //	stall.go           Stall, the machine's own pauses
 //	hiccups.go         Hiccups, a sleeping thread's oversleeps
 //	waits.go           bench wait names: loop-X, a mode, the default
@@ -32,6 +33,7 @@
 //	tables_deployed.go the deployed section's tables
 //	tables_rings.go    the rings section's tables
 //	tables_archive.go  the archive section's tables
+//	tables_archive_catchup.go  its catch-up's table
 //	tables_floors.go   the floors gathered in one table
 //	format.go          how figures are written (µs, rates, ratios)
 //	text.go            WriteTable

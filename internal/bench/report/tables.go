@@ -38,7 +38,7 @@ func (r *Report) sections() []section {
 			r.deployedCPUTable(), r.deployedHopsTable()}},
 		{"rings", "Rings", []table{r.ringsTable(), r.ringsPerRingTable(), r.ringsSweepTable()}},
 		{"archive", "Archive", []table{r.archiveRecordTable(), r.archiveRefTable(), r.archiveSweepTable(),
-			r.archiveReplayTable(), r.archiveSeekTable(), r.archiveCompressTable()}},
+			r.archiveReplayTable(), r.archiveSeekTable(), r.archiveCompressTable(), r.archiveCatchupTable()}},
 	}
 	var out []section
 	for _, s := range all {

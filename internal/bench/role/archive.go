@@ -23,11 +23,16 @@ import (
 // ready, waits for a command on stdin, and says result with its JSON:
 //
 //	producer  creates Ring (Capacity records of Record bytes); on "go"
-//	          pushes Rate records/s for Limit, in batches; ProducerResult
+//	          pushes Rate records/s for Limit, in batches; ProducerResult;
+//	          or, any number of times, on "push RATE NS COUNT" pushes
+//	          RATE records/s for NS nanoseconds or COUNT records (0: no
+//	          bound), each record ringfire gen's for its own sequence
+//	          (checkable: synth.Check); ProducerResult each time
 //	recorder  records Read into the archive Dir (archive.Recorder, from
 //	          the oldest record, Sync); ready once attached; on "wait N"
-//	          waits (at most Limit) until it wrote sequence N, syncs the
-//	          archive's files if SyncFS; RecorderResult
+//	          (any number of times) waits (at most Limit) until it wrote
+//	          sequence N, syncs the archive's files if SyncFS;
+//	          RecorderResult, its counts since it started
 //	replayer  replays the archive Dir into Ring once (the page cache
 //	          warm, the ring made), ready; on "go" replays it again at
 //	          speed 0 (as fast as it can); ReplayerResult
@@ -41,7 +46,12 @@ const (
 const (
 	CmdGo   = "go"
 	CmdWait = "wait " // and the last sequence pushed
+	CmdPush = "push " // and the rate, the time bound in ns, the count bound
 )
+
+// cmdLimit bounds the wait for a producer's or recorder's next command
+// once it took one: the parent may be timing a mirror's catch-up.
+const cmdLimit = 10 * time.Minute
 
 // ProducerResult is what the producer pushed.
 type ProducerResult struct {
@@ -97,7 +107,8 @@ func sayResult(out *bufio.Writer, v any) error {
 }
 
 // archProducer pushes synthetic records (ringfire gen's, filled once and
-// pushed again and again) at s.Rate for s.Limit.
+// pushed again and again) at s.Rate for s.Limit on "go", or sequenced
+// records on each "push" (archPush).
 func archProducer(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan struct{}) error {
 	w, err := shm.Create(s.Ring, shm.RingConfig{PayloadSize: s.Record, Capacity: s.Capacity}, shm.CreateOptions{Replace: true})
 	if err != nil {
@@ -111,8 +122,12 @@ func archProducer(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan str
 	if err := say(out, LineReady); err != nil {
 		return err
 	}
-	if _, err := awaitCmd(cmds, gone, CmdGo); err != nil {
+	cmd, err := awaitCmd(cmds, gone, "")
+	if err != nil {
 		return err
+	}
+	if cmd != CmdGo {
+		return archPushes(w, s.Record, cmd, out, cmds, gone)
 	}
 	var res ProducerResult
 	start := time.Now()
@@ -131,6 +146,60 @@ func archProducer(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan str
 		return err
 	}
 	return awaitGone(gone)
+}
+
+// archPushes runs the producer's "push" commands, the first cmd, until
+// stdin closes.
+func archPushes(w *shm.Writer, size int, cmd string, out *bufio.Writer, cmds <-chan string, gone <-chan struct{}) error {
+	recs := make([]byte, archBatch*size)
+	for {
+		var rate, ns, count uint64
+		arg, ok := strings.CutPrefix(cmd, CmdPush)
+		if _, err := fmt.Sscan(arg, &rate, &ns, &count); !ok || err != nil || rate == 0 {
+			return fmt.Errorf("role: producer command %q: want go or push RATE NS COUNT", cmd)
+		}
+		res, err := archPush(w, size, recs, rate, time.Duration(ns), count)
+		if err != nil {
+			return err
+		}
+		if err := sayResult(out, res); err != nil {
+			return err
+		}
+		select {
+		case cmd = <-cmds:
+		case <-gone:
+			return nil
+		case <-time.After(cmdLimit):
+			return errors.New("role: no command or end within " + cmdLimit.String())
+		}
+	}
+}
+
+// archPush pushes rate records/s for d or count records, whichever comes
+// first (0: no bound), each filled for its own sequence.
+func archPush(w *shm.Writer, size int, recs []byte, rate uint64, d time.Duration, count uint64) (ProducerResult, error) {
+	var res ProducerResult
+	if count == 0 {
+		count = ^uint64(0)
+	}
+	start := time.Now()
+	for el := time.Duration(0); res.Pushed < count && (d == 0 || el < d); el = time.Since(start) {
+		due := min(uint64(el.Seconds()*float64(rate)), count)
+		for res.Pushed < due {
+			n := min(due-res.Pushed, archBatch)
+			next := w.Next()
+			for i := range n {
+				synth.Fill(recs[int(i)*size:int(i+1)*size], next+i, 0)
+			}
+			last, err := w.PushBatch(recs[:int(n)*size], size)
+			if err != nil {
+				return res, err
+			}
+			res.Last, res.Pushed = last, res.Pushed+n
+		}
+		pace.Sleep()
+	}
+	return res, nil
 }
 
 // archRecorder records ring s.Read into the archive s.Dir.
@@ -159,9 +228,27 @@ func archRecorder(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan str
 		return err
 	}
 	arg, err := awaitCmd(cmds, gone, CmdWait)
-	if err != nil {
-		return err
+	for err == nil {
+		if err = recorderWait(s, w, rec, arg, done, out); err != nil {
+			return err
+		}
+		select { // another wait, or the end
+		case c := <-cmds:
+			var ok bool
+			if arg, ok = strings.CutPrefix(c, CmdWait); !ok {
+				return fmt.Errorf("role: command %q, want %q", c, CmdWait)
+			}
+		case <-gone:
+			return nil
+		case <-time.After(cmdLimit):
+			return errors.New("role: no command or end within " + cmdLimit.String())
+		}
 	}
+	return err
+}
+
+// recorderWait answers the recorder's "wait N" (arg is N).
+func recorderWait(s Spec, w *archive.Writer, rec *archive.Recorder, arg string, done <-chan error, out *bufio.Writer) error {
 	last, err := strconv.ParseUint(arg, 10, 64)
 	if err != nil {
 		return fmt.Errorf("role: wait %q: %w", arg, err)
@@ -175,10 +262,7 @@ func archRecorder(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan str
 	st := rec.Stats()
 	res.Records, res.Gaps, res.GapRecords, res.Bytes = st.Records, st.Gaps, st.GapRecords, st.Writer.Bytes
 	res.Flushes, res.Syncs = st.Writer.Flushes, st.Writer.Syncs
-	if err := sayResult(out, res); err != nil {
-		return err
-	}
-	return awaitGone(gone)
+	return sayResult(out, res)
 }
 
 // waitWritten polls (every 50 µs, at most bound) until w wrote sequence

@@ -28,8 +28,9 @@
 //	                        relay)
 //	ArchProducer,           a producer pushing at a rate, archive.Recorder,
 //	ArchRecorder,           archive.Replay (archive section): after ready
-//	ArchReplayer            each waits for a command on stdin (go, or
-//	                        wait N) before it measures, then says result
+//	ArchReplayer            each waits for a command on stdin (go, push,
+//	                        or wait N) before it measures, then says
+//	                        result (push and wait any number of times)
 //
 // # Files
 //
