@@ -51,7 +51,7 @@ func (b *Bench) deployedNet() (*deployedNet, error) {
 	if d.self, err = os.Executable(); err != nil {
 		return nil, err
 	}
-	if d.ringfire, d.built, err = findRingfire(b.cfg.Ringfire, d.self); err != nil {
+	if d.ringfire, d.built, err = proc.FindRingfire(b.cfg.Ringfire, d.self); err != nil {
 		return nil, err
 	}
 	if d.pair, err = b.owner.NewPair(); err != nil {
@@ -234,7 +234,7 @@ func (ps *procSet) serve(d *deployedNet, h hop, tr, wait, role string) error {
 	}
 	deadline := time.Now().Add(readyWait)
 	for {
-		ok, err := listening(h.fromNS, h.bind())
+		ok, err := proc.Listening(h.fromNS, h.bind())
 		switch {
 		case err != nil:
 			return err
