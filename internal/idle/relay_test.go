@@ -59,8 +59,12 @@ func TestRelayKickWakesParked(t *testing.T) {
 	if seen.Load() != 1 {
 		t.Fatalf("fire saw %d, want 1", seen.Load())
 	}
-	if st := r.Stats(); st.Writes != 1 || st.Fires != 1 {
-		t.Fatalf("stats %+v, want 1 write and 1 fire", st)
+	// Run announces itself parked before it takes pending and reads the
+	// eventfd: a Kick in between is taken with pending (one fire) and
+	// still writes the eventfd, which Run then reads (a second fire, with
+	// nothing new: harmless). parkedWithin cannot tell the two apart.
+	if st := r.Stats(); st.Writes != 1 || st.Fires < 1 || st.Fires > 2 {
+		t.Fatalf("stats %+v, want 1 write and 1 fire (2 when the Kick came as Run parked)", st)
 	}
 }
 
