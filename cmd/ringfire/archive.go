@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -48,16 +49,22 @@ func runArchive(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return usagef("unknown archive command %q: want stat, verify or dump", args[0])
 }
 
+// openArchiveArg parses an archive subcommand's flags and its DIR, and
+// opens the archive there.
+func openArchiveArg(fs *flag.FlagSet, args []string) (*archive.Reader, error) {
+	dir, err := parseArgs(fs, args, "DIR")
+	if err != nil {
+		return nil, helpOr(err)
+	}
+	return archive.Open(dir[0])
+}
+
 // errVerify: archive verify found a problem (exit status 1).
 var errVerify = errors.New("the archive has problems")
 
 func runArchiveVerify(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("archive verify", "DIR", "Verify reads every entry of every segment of the archive in DIR, checking\nits CRC, its fields and its order, and each sealed segment's index against\nits data. It prints each problem with its file and exits with status 1 when\nthere is one.", stderr)
-	dir, err := parseArgs(fs, args, "DIR")
-	if err != nil {
-		return helpOr(err)
-	}
-	r, err := archive.Open(dir[0])
+	r, err := openArchiveArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -67,7 +74,7 @@ func runArchiveVerify(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s: segments %d, records %d, gaps %d (%d records), %d data bytes read\n",
-		dir[0], rep.Segments, rep.Records, rep.Gaps, rep.GapRecords, rep.Bytes)
+		r.Dir(), rep.Segments, rep.Records, rep.Gaps, rep.GapRecords, rep.Bytes)
 	if rep.Tail != nil {
 		fmt.Fprintf(stdout, "torn tail (a write under way, or a crash the next recorder cuts): %v\n", rep.Tail)
 	}
@@ -75,7 +82,7 @@ func runArchiveVerify(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "PROBLEM: %v\n", p)
 	}
 	if len(rep.Problems) > 0 {
-		return fmt.Errorf("%s: %w: %d segments fail their checks", dir[0], errVerify, len(rep.Problems))
+		return fmt.Errorf("%s: %w: %d segments fail their checks", r.Dir(), errVerify, len(rep.Problems))
 	}
 	fmt.Fprintln(stdout, "ok")
 	return nil

@@ -46,11 +46,7 @@ func statEpoch(ep archive.EpochInfo) epochStat {
 func runArchiveStat(args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("archive stat", "DIR [--json]", archiveStatHelp, stderr)
 	asJSON := fs.Bool("json", false, "print the epochs as JSON")
-	dir, err := parseArgs(fs, args, "DIR")
-	if err != nil {
-		return helpOr(err)
-	}
-	r, err := archive.Open(dir[0])
+	r, err := openArchiveArg(fs, args)
 	if err != nil {
 		return err
 	}
@@ -59,7 +55,7 @@ func runArchiveStat(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	st := archiveStat{Dir: dir[0], Epochs: []epochStat{}}
+	st := archiveStat{Dir: r.Dir(), Epochs: []epochStat{}}
 	for _, ep := range eps {
 		st.Epochs = append(st.Epochs, statEpoch(ep))
 	}
