@@ -31,9 +31,14 @@ type flusher struct {
 	// err is the first write or sync error: stored by the flusher's
 	// goroutine, loaded by the writer's, which breaks on it.
 	err atomic.Pointer[error]
-	// lastSync, kickF, kickFrom and kickTo are the flusher's own: the last
-	// sync, and the range of the file written since the last writeback kick.
-	lastSync         time.Time
+	// lastSync is when the data was last made durable (unix ns), and
+	// unsynced says something was written since: stored by whichever
+	// goroutine syncs (the flusher's, or the writer's once drained) and
+	// by the flusher after a write, loaded by Writer.SyncDue.
+	lastSync atomic.Int64
+	unsynced atomic.Bool
+	// kickF, kickFrom and kickTo are the flusher's own: the range of the
+	// file written since the last writeback kick.
 	kickF            *os.File
 	kickFrom, kickTo int64
 	flushes, syncs   *atomic.Uint64 // the Writer's counters
@@ -52,7 +57,8 @@ type flushJob struct {
 
 func newFlusher(size int, every time.Duration, st *writerCounters) *flusher {
 	fl := &flusher{work: make(chan flushJob, flushDepth), free: make(chan []byte, flushDepth+1), every: every,
-		flushes: &st.flushes, syncs: &st.syncs, done: make(chan struct{}), lastSync: time.Now()}
+		flushes: &st.flushes, syncs: &st.syncs, done: make(chan struct{})}
+	fl.lastSync.Store(time.Now().UnixNano())
 	for range flushDepth {
 		fl.free <- make([]byte, 0, size)
 	}
@@ -78,14 +84,27 @@ func (fl *flusher) write(j flushJob) {
 	}
 	fl.flushes.Add(1)
 	fl.kick(j.f, int64(len(j.b)))
-	if fl.every > 0 && time.Since(fl.lastSync) >= fl.every {
+	fl.unsynced.Store(true)
+	if fl.every > 0 && fl.due() {
 		if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
 			fl.fail(fmt.Errorf("%s: %w", j.name, os.NewSyscallError("fdatasync", err)))
 			return
 		}
-		fl.lastSync = time.Now()
-		fl.syncs.Add(1)
+		fl.synced()
 	}
+}
+
+// due reports whether SyncInterval's period has passed since the last
+// sync.
+func (fl *flusher) due() bool {
+	return time.Now().UnixNano()-fl.lastSync.Load() >= int64(fl.every)
+}
+
+// synced notes a sync of everything written.
+func (fl *flusher) synced() {
+	fl.unsynced.Store(false)
+	fl.lastSync.Store(time.Now().UnixNano())
+	fl.syncs.Add(1)
 }
 
 // kickEvery: once this much was written to a segment, its writeback is

@@ -17,8 +17,10 @@ const (
 	// SyncNone never syncs: a power cut loses what the kernel had not
 	// written back yet (by default up to about 30 s: vm.dirty_expire).
 	SyncNone Sync = iota
-	// SyncInterval syncs at the first flush at least Options.SyncEvery
-	// after the last sync: a power cut loses at most that long.
+	// SyncInterval syncs as it writes once Options.SyncEvery has passed
+	// since the last sync, and at Writer.SyncDue (a recorder with nothing
+	// to write calls it every few milliseconds): a power cut loses about
+	// SyncEvery at most.
 	SyncInterval
 	// SyncSegment syncs each segment, its index and the directory as the
 	// segment is sealed: a power cut loses at most the segment being

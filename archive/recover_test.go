@@ -5,6 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 // openBegun opens dir and begins (or goes on with) testSrc at next.
@@ -213,5 +216,36 @@ func TestWriterRules(t *testing.T) {
 	es := readAll(t, r, 1, 1)
 	if len(es) != 5 || es[3].Kind != KindGap || es[3].Seq != 13 || es[3].Last != 20 || es[4].Seq != 21 || es[4].Last != 29 {
 		t.Fatalf("epoch 1: %+v", es)
+	}
+}
+
+// SyncInterval: what was written is synced within about SyncEvery even
+// when nothing more is written (the flusher syncs as it writes; SyncDue,
+// which an idle recorder calls, syncs the rest), and nothing is synced
+// twice.
+func TestSyncIntervalWhenIdle(t *testing.T) {
+	w := openBegun(t, t.TempDir(), Options{Sync: SyncInterval, SyncEvery: 50 * time.Millisecond}, 1)
+	defer w.Close()
+	writeRecords(t, w, 1, 10)
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Until(t, 5*time.Second, "the written records synced", func() bool {
+		if err := w.SyncDue(); err != nil { // polled, as an idle recorder does
+			t.Fatal(err)
+		}
+		return !w.io.unsynced.Load()
+	})
+	syncs := w.Stats().Syncs
+	if syncs == 0 {
+		t.Fatal("no sync counted")
+	}
+	for range 3 {
+		if err := w.SyncDue(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.Stats().Syncs != syncs {
+		t.Fatalf("synced again with nothing written: %d syncs, was %d", w.Stats().Syncs, syncs)
 	}
 }

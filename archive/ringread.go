@@ -46,6 +46,9 @@ func (r *Recorder) follow(ctx context.Context) error {
 		if !caught {
 			continue
 		}
+		if err := r.w.SyncDue(); err != nil { // idle: the last writes synced on time
+			return r.werr(err)
+		}
 		if now.Sub(r.checked) >= r.cfg.Poll {
 			r.checked = now
 			if err := r.ringGone(); err != nil {

@@ -282,8 +282,26 @@ func (w *Writer) sync() error {
 	if err := unix.Fdatasync(int(w.f.Fd())); err != nil {
 		return w.fail(fmt.Errorf("%s: %w", w.seg.data(), os.NewSyscallError("fdatasync", err)))
 	}
-	w.st.syncs.Add(1)
+	w.io.synced()
 	return nil
+}
+
+// SyncDue syncs, with Options.Sync SyncInterval, what was written and
+// not synced once SyncEvery has passed since the last sync. The flusher
+// syncs as it writes; a writer with nothing more to write (a recorder
+// caught up) calls this now and then so that the last writes are not
+// left unsynced: a power cut then loses about SyncEvery at most.
+func (w *Writer) SyncDue() error {
+	if w.opts.Sync != SyncInterval || w.f == nil || !w.io.unsynced.Load() || !w.io.due() {
+		return nil
+	}
+	if err := w.usable(); err != nil {
+		return err
+	}
+	if err := w.io.drain(); err != nil {
+		return w.fail(err)
+	}
+	return w.sync()
 }
 
 // fail breaks the writer with err (a full disk, an I/O error), which

@@ -27,8 +27,8 @@ write buffer once the recorder caught up. --sync says what a power cut (or a
 kernel crash) can lose; a crash of the recorder alone loses only its write
 buffer, in every mode: none never syncs, and a power cut loses what the
 kernel had not written back yet (up to about 30 s, vm.dirty_expire);
-interval=D syncs at the first flush at least D after the last sync, and a
-power cut loses at most D; segment syncs each segment, its index and DIR as
+interval=D syncs once D has passed since the last sync, also while the
+recorder is idle, and a power cut loses about D at most; segment syncs each segment, its index and DIR as
 the segment is sealed, and a power cut loses at most the segment being
 written. Whatever is lost is lost at the tail: after a crash, record --from
 resume cuts the torn last entry (found by its CRC) and goes on from the next
