@@ -80,7 +80,7 @@ func TestArchiveHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	stderr = strings.Join(strings.Fields(stderr), " ") // the help's lines wrap anywhere
-	wantContains(t, "record --help", stderr, "a power cut loses what the", "a power cut loses at most D", "a power cut loses at most the segment being",
+	wantContains(t, "record --help", stderr, "a power cut loses what the", "a power cut loses about D at most", "a power cut loses at most the segment being",
 		"--from", "--sync", "--segment-size", "--compress", "--max-bytes", "--max-age", "--flush-delay", "--metrics", "full disk")
 	_, stderr, _ = runCmd(t, "replay", "--help")
 	wantContains(t, "replay --help", stderr, "--epoch", "--from", "--to", "--speed", "--replace", "--follow", "--max-size", "SPARSE")
