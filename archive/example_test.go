@@ -41,9 +41,11 @@ func ExampleRecorder() {
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- rec.Run(ctx) }()
+	tick := time.NewTicker(time.Millisecond) // until the three are recorded, 10 s at most
 	for deadline := time.Now().Add(10 * time.Second); rec.Stats().Next <= 3 && time.Now().Before(deadline); {
-		time.Sleep(time.Millisecond)
+		<-tick.C
 	}
+	tick.Stop()
 	stop()
 	if err := <-done; err != nil {
 		panic(err)

@@ -121,6 +121,21 @@ func rcEntries(tb testing.TB, dir string, epoch uint64) []Entry {
 }
 
 // rcEpochs lists the archive's epochs.
+// rcArchived is the last sequence the archive in dir holds of its first
+// epoch, 0 while it cannot be read (not made yet, or being written).
+func rcArchived(dir string) uint64 {
+	r, err := Open(dir)
+	if err != nil {
+		return 0
+	}
+	defer r.Close()
+	eps, err := r.Epochs()
+	if err != nil || len(eps) == 0 {
+		return 0
+	}
+	return eps[0].Last
+}
+
 func rcEpochs(tb testing.TB, dir string) []EpochInfo {
 	tb.Helper()
 	r, err := Open(dir)

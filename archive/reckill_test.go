@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ringfire/ringfire/internal/testenv"
 )
 
 // rcKillEnv, set in a child's environment, makes TestRecordKill9 the
@@ -36,13 +38,32 @@ func TestRecordKill9(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		rcPush(t, p, next, next+chunk-1, 1)
+		// The chunk is written over about 20 ms (50 records a tick of
+		// a millisecond), so that the child archives it flush by flush;
+		// the kill point is the moment the child has made a random
+		// record of it readable (bounded: the child may be slow to
+		// start), while it goes on with the rest.
+		pushed := make(chan struct{})
+		go func(from uint64) {
+			defer close(pushed)
+			tick := time.NewTicker(time.Millisecond)
+			defer tick.Stop()
+			for s := from; s < from+chunk; s++ {
+				if got, err := p.Push(rcPayload(s, 1)); err != nil || got != s {
+					t.Errorf("push %d: got %d, %v", s, got, err) // Fatal is the test goroutine's
+					return
+				}
+				if s%50 == 49 {
+					<-tick.C
+				}
+			}
+		}(next)
+		target := next + uint64(rand.IntN(chunk))
 		next += chunk
-		// The kill point: a random moment while the child records (not
-		// a synchronisation: any moment will do).
-		time.Sleep(time.Duration(rand.IntN(15000)) * time.Microsecond)
+		testenv.Await(5*time.Second, func() bool { return rcArchived(dir) >= target })
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
+		<-pushed
 		if eps := rcEpochs(t, dir); len(eps) > 0 {
 			seen = append(seen, eps[0].Last)
 		}
