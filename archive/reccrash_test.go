@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -70,27 +69,12 @@ func TestRecordTornTail(t *testing.T) {
 	}
 }
 
-// rcMount mounts a tmpfs of size bytes for tb, unmounted when it ends.
-func rcMount(tb testing.TB, size string) string {
-	tb.Helper()
-	mnt := tb.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", mnt).CombinedOutput(); err != nil {
-		testenv.Skipf(tb, "mount a tmpfs (needs root): %v: %s", err, out)
-	}
-	tb.Cleanup(func() {
-		if out, err := exec.Command("umount", mnt).CombinedOutput(); err != nil {
-			tb.Errorf("umount %s: %v: %s", mnt, err, out)
-		}
-	})
-	return mnt
-}
-
 // TestRecordFullDisk: a full filesystem stops the recorder with an error
 // wrapping ErrBroken, counted; the ring is untouched (its producer goes
 // on, its records read); once space is freed, a reopened writer cuts the
 // torn tail and the recorder resumes: every record once.
 func TestRecordFullDisk(t *testing.T) {
-	mnt := rcMount(t, "256k")
+	mnt := testenv.Tmpfs(t, "256k")
 	filler := filepath.Join(mnt, "filler")
 	if err := os.WriteFile(filler, make([]byte, 200<<10), 0o644); err != nil {
 		t.Fatal(err)

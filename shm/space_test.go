@@ -83,28 +83,10 @@ func TestTooLarge(t *testing.T) {
 	}
 }
 
-// smallTmpfs mounts a tmpfs of size bytes on a temp dir for the test.
-func smallTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.Skipf(t, "mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // tmpfsFile creates an empty file on a tmpfs of size, closed at the end.
 func tmpfsFile(t *testing.T, size string) *os.File {
 	t.Helper()
-	f, err := os.Create(filepath.Join(smallTmpfs(t, size), "f"))
+	f, err := os.Create(filepath.Join(testenv.Tmpfs(t, size), "f"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +97,7 @@ func tmpfsFile(t *testing.T, size string) *os.File {
 // A full filesystem is ErrNoSpace when the ring is created, never a
 // SIGBUS when it is written.
 func TestFullFilesystem(t *testing.T) {
-	dir := smallTmpfs(t, "1m")
+	dir := testenv.Tmpfs(t, "1m")
 	big := filepath.Join(dir, "big")
 	_, err := Create(big, RingConfig{PayloadSize: 56, Capacity: 1 << 15}, CreateOptions{}) // 2 MiB
 	if !errors.Is(err, ErrNoSpace) {

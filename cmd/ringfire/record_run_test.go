@@ -16,7 +16,7 @@ import (
 // One [[record]] unit of ringfire run failing (a full disk) fails alone:
 // the ring it records is still served, the other recorder goes on.
 func TestRecordFullDiskUnderRun(t *testing.T) {
-	full := filepath.Join(smallTmpfs(t, "512k"), "arch")
+	full := filepath.Join(testenv.Tmpfs(t, "512k"), "arch")
 	dir := shmDir(t)
 	p := func(name string) string { return filepath.Join(dir, name) }
 	startChild(t, "gen a", "gen", p("a"), "--rate", "50000", "--capacity", "65536")

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/ringfire/ringfire/archive"
 	"github.com/ringfire/ringfire/internal/testenv"
 	"github.com/ringfire/ringfire/shm"
@@ -329,29 +327,11 @@ func verifyFlippedByte(t *testing.T, compress bool) {
 	}
 }
 
-// smallTmpfs mounts a tmpfs of size on a fresh directory for the test.
-func smallTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		testenv.Skipf(t, "mounting a tmpfs needs root")
-	}
-	dir := t.TempDir()
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size="+size); err != nil {
-		t.Fatalf("mount tmpfs: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // A full filesystem stops record with status 1 and an error naming its
 // directory; the producer and a serve of the same ring (and its mirror)
 // go on untouched.
 func TestRecordFullDisk(t *testing.T) {
-	full := filepath.Join(smallTmpfs(t, "512k"), "arch")
+	full := filepath.Join(testenv.Tmpfs(t, "512k"), "arch")
 	dir := shmDir(t)
 	ring, sock, copy := filepath.Join(dir, "ring"), filepath.Join(dir, "sock"), filepath.Join(dir, "copy")
 	gen := startChild(t, "gen", "gen", ring, "--rate", "50000", "--capacity", "65536")
