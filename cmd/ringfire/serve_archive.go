@@ -47,8 +47,12 @@ func (u *serveUnit) newServer() (*replica.Server, error) {
 		}
 		srv.Close()
 	}
-	return nil, fmt.Errorf("serve %s: the ring was replaced while it was opened, 8 times", u.path)
+	return nil, fmt.Errorf("serve %s: %w, 8 times", u.path, errRingMoved)
 }
+
+// errRingMoved: the ring at the path was replaced as it was identified;
+// serve opens it again (serveUnit.open counts it transient).
+var errRingMoved = errors.New("the ring was replaced while it was opened")
 
 // ringSource identifies the ring at path now.
 func ringSource(path string) (archive.Source, error) {
@@ -59,7 +63,7 @@ func ringSource(path string) (archive.Source, error) {
 	defer r.Close()
 	src, err := archive.SourceOf(r)
 	if err != nil {
-		return archive.Source{}, errors.Join(shm.ErrMagic, err) // replaced: opened again
+		return archive.Source{}, fmt.Errorf("%w: %w", errRingMoved, err)
 	}
 	return src, nil
 }

@@ -125,7 +125,8 @@ func (u *serveUnit) open(ctx context.Context, wait, cut bool) (*replica.Server, 
 	for {
 		var srv *replica.Server
 		err := shm.Protect(func() (err error) { srv, err = u.newServer(); return err }) // cut as it opens
-		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic) || cut && errors.Is(err, shm.ErrTruncated)
+		transient := errors.Is(err, os.ErrNotExist) || errors.Is(err, shm.ErrMagic) || errors.Is(err, errRingMoved) ||
+			cut && errors.Is(err, shm.ErrTruncated)
 		switch {
 		case err == nil:
 			return srv, nil
