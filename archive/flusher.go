@@ -12,10 +12,19 @@ import (
 
 // flusher writes a Writer's full buffers on a goroutine of its own, so
 // that a write(2) that stalls (page cache reclaim, dirty-page throttling,
-// a journal commit) does not stall the goroutine that appends, and the
-// recorder behind it keeps reading its ring. Buffers go to it in order
-// and come back empty; with flushDepth of them in flight the appender
-// waits for one: the disk then sets the pace.
+// a journal commit, the disk itself) does not stall the goroutine that
+// appends, and the recorder behind it keeps reading its ring. Buffers go
+// to it in order and come back empty; with flushDepth of them in flight
+// the appender waits for one: the disk then sets the pace.
+//
+// Where the filesystem takes O_DIRECT (a flushJob with df), the whole
+// blocks of a buffer are written to df, from the disk's DMA straight out
+// of the buffer: no copy into the page cache and no writeback, which on
+// this machine kind took as much CPU as the recorder's own work
+// (BenchmarkRecord's profile: half its CPU in write(2)). A tail shorter
+// than a block goes through the page cache (f) only when a Flush needs
+// it readable; the Writer keeps it at the head of its next buffer, and
+// the block is written whole, directly, once it fills.
 //
 // Who wakes whom: the writer's goroutine sends a job on work and takes a
 // buffer from free (waiting when none is there); the flusher's goroutine
@@ -41,6 +50,7 @@ type flusher struct {
 	// file written since the last writeback kick.
 	kickF            *os.File
 	kickFrom, kickTo int64
+	size             int            // a buffer's capacity
 	flushes, syncs   *atomic.Uint64 // the Writer's counters
 	done             chan struct{}
 }
@@ -49,18 +59,31 @@ type flusher struct {
 // buffers, 4 MiB, or a few milliseconds of the disk's bandwidth.
 const flushDepth = 4
 
+// flushJob is one buffer to write: b goes to the segment at offset off.
 type flushJob struct {
-	f    *os.File
-	name string // the segment's data file, for errors
+	f    *os.File // the segment, through the page cache
+	df   *os.File // the segment opened O_DIRECT; nil: write all of b to f
+	name string   // the segment's data file, for errors
+	off  int64
 	b    []byte
+	tail bool // write b's last partial block too (to f): a Flush wants it readable
+}
+
+// direct is how many bytes of j.b go to j.df: its whole blocks, when the
+// buffer is aligned (one that append grew may not be: it goes to f).
+func (j *flushJob) direct() int {
+	if j.df == nil || !isAligned(j.b) {
+		return 0
+	}
+	return len(j.b) &^ (blockAlign - 1)
 }
 
 func newFlusher(size int, every time.Duration, st *writerCounters) *flusher {
 	fl := &flusher{work: make(chan flushJob, flushDepth), free: make(chan []byte, flushDepth+1), every: every,
-		flushes: &st.flushes, syncs: &st.syncs, done: make(chan struct{})}
+		size: size, flushes: &st.flushes, syncs: &st.syncs, done: make(chan struct{})}
 	fl.lastSync.Store(time.Now().UnixNano())
 	for range flushDepth {
-		fl.free <- make([]byte, 0, size)
+		fl.free <- alignedBuffer(size)
 	}
 	go fl.run()
 	return fl
@@ -72,18 +95,29 @@ func (fl *flusher) run() {
 		if fl.err.Load() == nil {
 			fl.write(j)
 		}
-		fl.free <- j.b[:0]
+		b := j.b[:0]
+		if !isAligned(b) { // grown by an entry larger than the buffer
+			b = alignedBuffer(fl.size)
+		}
+		fl.free <- b
 		fl.pending.Done()
 	}
 }
 
 func (fl *flusher) write(j flushJob) {
-	if _, err := j.f.Write(j.b); err != nil {
-		fl.fail(err)
+	n := j.direct()
+	if err := writeAt(j.df, j.b[:n], j.off); err != nil {
+		fl.fail(fmt.Errorf("%s: %w", j.name, err))
 		return
 	}
+	if j.df == nil || n == 0 || j.tail {
+		if err := writeAt(j.f, j.b[n:], j.off+int64(n)); err != nil {
+			fl.fail(fmt.Errorf("%s: %w", j.name, err))
+			return
+		}
+		fl.kick(j.f, j.off+int64(len(j.b)))
+	}
 	fl.flushes.Add(1)
-	fl.kick(j.f, int64(len(j.b)))
 	fl.unsynced.Store(true)
 	if fl.every > 0 && fl.due() {
 		if err := unix.Fdatasync(int(j.f.Fd())); err != nil {
@@ -116,11 +150,11 @@ func (fl *flusher) synced() {
 // left. RocksDB's bytes_per_sync is the same idea.
 const kickEvery = 8 << 20
 
-func (fl *flusher) kick(f *os.File, n int64) {
+func (fl *flusher) kick(f *os.File, end int64) {
 	if f != fl.kickF {
-		fl.kickF, fl.kickFrom, fl.kickTo = f, 0, 0
+		fl.kickF, fl.kickFrom = f, 0
 	}
-	fl.kickTo += n
+	fl.kickTo = end
 	if fl.kickTo-fl.kickFrom < kickEvery {
 		return
 	}
@@ -139,11 +173,25 @@ func (fl *flusher) error() error {
 	return nil
 }
 
-// send hands b, full, to be written to f, and returns an empty buffer.
-func (fl *flusher) send(f *os.File, name string, b []byte) []byte {
+// writeAt writes all of b to f at off (nothing when b is empty).
+func writeAt(f *os.File, b []byte, off int64) error {
+	if len(b) == 0 {
+		return nil
+	}
+	_, err := f.WriteAt(b, off)
+	return err
+}
+
+// send hands j to be written and returns an empty buffer holding the
+// last keep bytes of j.b (a partial block the next direct write begins
+// with). The copy is made before j is sent: the flusher may hand j.b
+// back to the pool as soon as it has it.
+func (fl *flusher) send(j flushJob, keep int) []byte {
+	b := <-fl.free
+	b = append(b, j.b[len(j.b)-keep:]...)
 	fl.pending.Add(1)
-	fl.work <- flushJob{f, name, b}
-	return <-fl.free
+	fl.work <- j
+	return b
 }
 
 // drain waits until everything sent is written; it returns the first

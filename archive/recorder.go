@@ -118,7 +118,6 @@ type Recorder struct {
 	rec     []byte // a record's wire bytes (scratch)
 	gapFrom uint64 // a pending gap: gapFrom..gapTo (gapFrom 0: none)
 	gapTo   uint64
-	dirty   int64     // unix ns of the first entry since the last flush (0: none)
 	checked time.Time // last check for a replaced or cut ring
 
 	base WriterStats // the writer's counters when the recorder was made
@@ -306,7 +305,6 @@ func (r *Recorder) finish() error {
 	if err := r.w.Flush(); err != nil {
 		return r.werr(err)
 	}
-	r.dirty = 0
 	return nil
 }
 

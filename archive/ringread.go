@@ -56,8 +56,8 @@ func (r *Recorder) follow(ctx context.Context) error {
 			}
 		}
 		wait := min(r.cfg.Poll-now.Sub(r.checked), maxIdleWait)
-		if r.dirty != 0 {
-			wait = min(wait, time.Duration(r.dirty+int64(r.cfg.FlushDelay)-now.UnixNano()))
+		if t := r.w.Pending(); t != 0 {
+			wait = min(wait, time.Duration(t+int64(r.cfg.FlushDelay)-now.UnixNano()))
 		}
 		if wait > 0 {
 			r.ring.Await(r.next, r.ws, wait)
@@ -86,16 +86,17 @@ func (r *Recorder) ringGone() error {
 	return errReplaced
 }
 
-// flushDue flushes the writer once the oldest unflushed entry waited
-// FlushDelay (the writer also writes whenever its buffer fills).
+// flushDue pushes the writer's buffer to be written once its oldest
+// entry waited FlushDelay (the writer also writes whenever its buffer
+// fills). It does not wait for the write: a recorder that waited for
+// the disk every FlushDelay would stop reading its ring meanwhile.
 func (r *Recorder) flushDue(now time.Time) error {
-	if r.dirty == 0 || now.UnixNano()-r.dirty < int64(r.cfg.FlushDelay) {
+	if t := r.w.Pending(); t == 0 || now.UnixNano()-t < int64(r.cfg.FlushDelay) {
 		return nil
 	}
-	if err := r.w.Flush(); err != nil {
+	if err := r.w.Push(); err != nil {
 		return r.werr(err)
 	}
-	r.dirty = 0
 	return nil
 }
 
@@ -118,7 +119,6 @@ func (r *Recorder) drain(limit int) (caught bool, err error) {
 			if err := r.w.Append(r.next, now, rec); err != nil {
 				return false, r.werr(err)
 			}
-			r.wrote(now)
 			r.next++
 		case shm.SlotOverwritten: // lapped: what the ring lost since
 			last := max(r.ring.Oldest()-1, r.next)
@@ -132,13 +132,6 @@ func (r *Recorder) drain(limit int) (caught bool, err error) {
 		}
 	}
 	return false, nil
-}
-
-// wrote notes an entry appended at now, for the flush deadline.
-func (r *Recorder) wrote(now int64) {
-	if r.dirty == 0 {
-		r.dirty = now
-	}
 }
 
 // addGap adds from..last to the pending gap (they follow it) or starts
@@ -160,7 +153,6 @@ func (r *Recorder) flushGap(now int64) error {
 	if err := r.w.Gap(from, last, now); err != nil {
 		return r.werr(err)
 	}
-	r.wrote(now)
 	return nil
 }
 

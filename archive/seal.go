@@ -26,8 +26,7 @@ func (w *Writer) seal() error {
 			return err
 		}
 	}
-	w.f.Close()
-	w.f = nil
+	w.closeSegment()
 	if err := sealSegment(w.seg, w.x, durable); err != nil {
 		return w.fail(err)
 	}
@@ -175,11 +174,11 @@ func (w *Writer) adoptLast(s segment) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Seek(x.size, 0); err != nil {
+	if err := w.use(f, s.data(), x.size); err != nil {
 		f.Close()
 		return err
 	}
-	w.f, w.seg, w.x, w.size = f, s, x, x.size
+	w.seg, w.x = s, x
 	w.epoch, w.src, w.last, w.lastTime, w.begun = h.Epoch, h.Source, x.last, x.lastTime, true
 	w.shape = w.src.shape()
 	w.st.epoch.Store(w.epoch)

@@ -23,6 +23,9 @@ type WriterStats struct {
 	Compressed, CompressErrors uint64
 	// WriteErrors counts the errors that broke the writer (a full disk).
 	WriteErrors uint64
+	// Direct says the segment being written bypasses the page cache
+	// (O_DIRECT: Options.PageCache unset, and the filesystem takes it).
+	Direct bool
 }
 
 // writerCounters are a Writer's counters: its goroutine Adds and Stores,
@@ -32,6 +35,7 @@ type writerCounters struct {
 	epochs, records, gaps, gapRecords      atomic.Uint64
 	bytes, flushes, syncs, sealed, removed atomic.Uint64
 	tornBytes, writeErrors                 atomic.Uint64
+	direct                                 atomic.Bool
 }
 
 // Stats returns the writer's counters; safe from any goroutine.
@@ -40,7 +44,7 @@ func (w *Writer) Stats() WriterStats {
 	st := WriterStats{Epoch: c.epoch.Load(), Last: c.last.Load(), Epochs: c.epochs.Load(), Records: c.records.Load(),
 		Gaps: c.gaps.Load(), GapRecords: c.gapRecords.Load(), Bytes: c.bytes.Load(), Flushes: c.flushes.Load(),
 		Syncs: c.syncs.Load(), Sealed: c.sealed.Load(), Removed: c.removed.Load(), TornBytes: c.tornBytes.Load(),
-		WriteErrors: c.writeErrors.Load()}
+		WriteErrors: c.writeErrors.Load(), Direct: c.direct.Load()}
 	if w.comp != nil {
 		st.Compressed, st.CompressErrors = w.comp.compressed.Load(), w.comp.errs.Load()
 	}

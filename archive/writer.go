@@ -16,18 +16,29 @@ import (
 //
 // Appends go to a buffer, written to the segment in one write when it
 // fills (on the flusher's goroutine: the append goes on with another
-// buffer) and at Flush (which waits for the write); Options.Sync says
-// when they are made durable.
+// buffer), at Push and at Flush (which waits for the write); Options.Sync
+// says when they are made durable. Where the filesystem takes O_DIRECT
+// (and Options.PageCache does not ask otherwise), whole blocks bypass the
+// page cache (see flusher).
 type Writer struct {
 	dir  string
 	opts Options
 	lock *os.File
 
 	f    *os.File // the segment being written; nil before the first entry of an epoch
+	df   *os.File // the same opened O_DIRECT; nil: all writes go to f
 	seg  segment
 	x    *index // its index so far
 	size int64  // its data bytes, buffered ones included
-	buf  []byte
+	// buf holds the segment's bytes from file offset bufOff to size: with
+	// df, bufOff is block-aligned and buf begins with the partial block
+	// the last write left (of which the first inFile bytes are written,
+	// through the page cache). bufTime is the time of the first entry
+	// appended since the last hand-off to the flusher (0: none).
+	buf     []byte
+	bufOff  int64
+	inFile  int
+	bufTime int64
 
 	begun    bool
 	epoch    uint64
@@ -61,7 +72,7 @@ func OpenWriter(dir string, opts Options) (*Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer{dir: dir, opts: opts, lock: lock, buf: make([]byte, 0, opts.BufferSize+64<<10)}
+	w := &Writer{dir: dir, opts: opts, lock: lock, buf: alignedBuffer(opts.BufferSize + 64<<10)}
 	var every time.Duration
 	if opts.Sync == SyncInterval {
 		every = opts.SyncEvery
@@ -191,13 +202,16 @@ func (w *Writer) put(k Kind, seq, last uint64, t int64, p []byte) error {
 	}
 	off := w.size
 	n := len(w.buf)
+	if w.bufTime == 0 {
+		w.bufTime = t
+	}
 	w.buf = appendEntry(w.buf, k, seq, t, p)
 	w.size += int64(len(w.buf) - n)
 	w.x.add(&Entry{Kind: k, Seq: seq, Last: last, Time: t}, off, w.size)
 	w.last, w.lastTime = last, t
 	w.bytes += uint64(len(w.buf) - n)
 	if len(w.buf) >= w.opts.BufferSize {
-		return w.handoff()
+		return w.handoff(false)
 	}
 	return nil
 }
@@ -215,9 +229,9 @@ func (w *Writer) rotate(first uint64, t int64) error {
 	if err != nil {
 		return w.fail(err)
 	}
-	w.f = f
-	w.buf = w.buf[:0]
-	w.size = headerSize
+	if err := w.use(f, s.data(), headerSize); err != nil {
+		return w.fail(err)
+	}
 	w.x = &index{size: headerSize, last: first - 1}
 	w.st.epoch.Store(w.epoch)
 	return nil
@@ -228,7 +242,7 @@ func (w *Writer) rotate(first uint64, t int64) error {
 // that a reader never lists a segment without its header.
 func createSegment(s segment, h header) (*os.File, error) {
 	tmp := s.base + dataExt + tmpExt
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -247,19 +261,44 @@ func createSegment(s segment, h header) (*os.File, error) {
 
 // handoff sends the buffer to the flusher, which writes it to the
 // segment (and syncs when SyncInterval says a sync is due), and goes on
-// with an empty one: the append does not wait for the write.
-func (w *Writer) handoff() error {
+// with another: the append does not wait for the write. tail asks for
+// every byte to be written (Push, Flush); without it, a direct writer's
+// last partial block waits at the head of the next buffer.
+func (w *Writer) handoff(tail bool) error {
 	if err := w.io.error(); err != nil {
 		return w.fail(err)
 	}
-	if w.f == nil || len(w.buf) == 0 {
+	if w.f == nil || len(w.buf) == w.inFile {
 		return nil
 	}
 	w.st.records.Store(w.records)
 	w.st.bytes.Store(w.bytes)
 	w.st.last.Store(w.last)
-	w.buf = w.io.send(w.f, w.seg.data(), w.buf)
+	keep := 0
+	if w.df != nil {
+		keep = len(w.buf) & (blockAlign - 1)
+	}
+	j := flushJob{f: w.f, df: w.df, name: w.seg.data(), off: w.bufOff, b: w.buf, tail: tail}
+	w.bufOff += int64(len(w.buf) - keep)
+	w.buf = w.io.send(j, keep)
+	w.inFile, w.bufTime = 0, 0
+	if tail {
+		w.inFile = keep
+	}
 	return nil
+}
+
+// Pending is the time (unix ns, as appended) of the oldest entry not yet
+// handed to be written, 0 when there is none.
+func (w *Writer) Pending() int64 { return w.bufTime }
+
+// Push hands the buffered entries to be written, without waiting for the
+// write: readers see them a write later.
+func (w *Writer) Push() error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	return w.handoff(true)
 }
 
 // Flush writes the buffered entries to the segment and returns once they
@@ -269,7 +308,7 @@ func (w *Writer) Flush() error {
 	if err := w.usable(); err != nil {
 		return err
 	}
-	if err := w.handoff(); err != nil {
+	if err := w.handoff(true); err != nil {
 		return err
 	}
 	if err := w.io.drain(); err != nil {
@@ -326,8 +365,7 @@ func (w *Writer) Close() error {
 		if err == nil && w.opts.Sync != SyncNone {
 			err = w.sync()
 		}
-		w.f.Close()
-		w.f = nil
+		w.closeSegment()
 	}
 	if w.comp != nil {
 		w.comp.close() // once what was sealed is compressed

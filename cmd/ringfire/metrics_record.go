@@ -18,6 +18,12 @@ func (c *collector) addRecord() {
 	rec("epoch", "The archive's epoch being written (a new ring at the path begins the next).", g, func(s archive.RecorderStats) float64 { return float64(s.Epoch) })
 	rec("next_seq", "Next sequence the recorder archives.", g, func(s archive.RecorderStats) float64 { return float64(s.Next) })
 	rec("lag_records", "The ring's write_seq minus the last sequence archived.", g, func(s archive.RecorderStats) float64 { return float64(s.Lag) })
+	rec("direct", "1 when the segment being written bypasses the page cache (O_DIRECT), 0 when it goes through it.", g, func(s archive.RecorderStats) float64 {
+		if s.Writer.Direct {
+			return 1
+		}
+		return 0
+	})
 	for _, m := range []struct {
 		name, help string
 		v          func(archive.RecorderStats) uint64

@@ -103,6 +103,7 @@ compress = true
 max-bytes = "10M"
 max-age = "1h"
 flush-delay = "2ms"
+page-cache = true
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -111,7 +112,7 @@ flush-delay = "2ms"
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := archive.Options{SegmentSize: 1 << 20, Sync: archive.SyncInterval, SyncEvery: 250 * time.Millisecond, Compress: true, MaxBytes: 10 << 20, MaxAge: time.Hour}
+	want := archive.Options{SegmentSize: 1 << 20, Sync: archive.SyncInterval, SyncEvery: 250 * time.Millisecond, Compress: true, MaxBytes: 10 << 20, MaxAge: time.Hour, PageCache: true}
 	if u.opts != want || u.cfg.Start != archive.StartOldest || u.cfg.FlushDelay != 2*time.Millisecond || u.dir != "/var/lib/q" || u.ring != "/dev/shm/q" || u.name != "q" {
 		t.Fatalf("unit %+v, want options %+v", u, want)
 	}

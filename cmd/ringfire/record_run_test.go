@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/ringfire/ringfire/internal/testenv"
 )
@@ -57,6 +60,9 @@ segment-size = "64K"
 	if v := m[`ringfire_record_records_total{ring="b"}`]; v == 0 {
 		t.Errorf("ringfire_record_records_total of b: %v", v)
 	}
+	if v, ok := m[`ringfire_record_direct{ring="b"}`]; !ok || v != takesDirect(t, dir) {
+		t.Errorf("ringfire_record_direct of b: %v, %v; want %v", v, ok, takesDirect(t, dir))
+	}
 	if v := m[`ringfire_record_failures_total{ring="a"}`]; v < 1 {
 		t.Errorf("ringfire_record_failures_total of a: %v, want 1 or more", v)
 	}
@@ -99,4 +105,20 @@ func TestRecordReloadUnderRun(t *testing.T) {
 		t.Fatalf("%d epochs after the reload, want 1", epochs)
 	}
 	checkHistory(t, p("arch"), p("a"), 1, 1, n)
+}
+
+// takesDirect is 1 when dir's filesystem takes O_DIRECT (tmpfs does
+// since Linux 6.6), 0 when it refuses it.
+func takesDirect(t *testing.T, dir string) float64 {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(dir, "direct-probe"), os.O_CREATE|os.O_WRONLY|unix.O_DIRECT, 0o644)
+	if err != nil {
+		if errors.Is(err, unix.EINVAL) {
+			return 0
+		}
+		t.Fatal(err)
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return 1
 }
