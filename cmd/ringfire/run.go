@@ -25,7 +25,10 @@ mirror and one [[record]] table (ring and dir keys) per archive, whose keys
 are the long flags of serve, mirror and record. All of them share each
 interface's XDP program and AF_XDP sockets (the kernel takes one program per
 interface and one socket per queue, so one process per host carries every
-ring over kernel bypass). Every table is checked before any unit starts; a
+ring over kernel bypass). Every serve and mirror runs on one polling thread
+(the loop key: a wait mode, adaptive by default; loop = "none", or tables
+with their own wait, spin or cpu key and no loop key, run a thread per ring
+and direction). Every table is checked before any unit starts; a
 unit that fails is logged, reported by /healthz and restarted after a
 back-off (1 s, doubling to 30 s). SIGHUP rereads CONFIG once it has not
 changed for 1 s, so that a file rewritten in place is not read half written

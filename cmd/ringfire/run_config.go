@@ -26,10 +26,6 @@ func loadRunConfig(file string) (*supervisor.Config, error) {
 	return c, nil
 }
 
-// loopKeys are the table keys a loop key replaces: every unit then waits
-// and runs as the loop does.
-var loopKeys = map[string]bool{"wait": true, "spin": true, "cpu": true}
-
 // checkLoopKeys refuses a table's own wait mode or CPU when every table
 // runs on the loop.
 func checkLoopKeys(c *supervisor.Config) error {
@@ -39,7 +35,7 @@ func checkLoopKeys(c *supervisor.Config) error {
 	for i := range c.Tables {
 		t := &c.Tables[i]
 		for _, kv := range t.Keys {
-			if loopKeys[kv.Key] {
+			if supervisor.OwnWaitKeys[kv.Key] {
 				return t.Errorf(kv.Line, kv.Key, "every table runs on the loop (key loop at the top): its wait mode and loop-cpu apply")
 			}
 		}

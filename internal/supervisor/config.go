@@ -13,8 +13,11 @@ type Config struct {
 	File      string
 	Metrics   string // top-level key metrics ("": none)
 	LogFormat string // top-level key log-format ("": the caller's default)
-	// Loop (key loop, a wait mode; "": none) runs every unit on a shared
-	// polling loop, pinned to LoopCPU (key loop-cpu; -1: not pinned).
+	// Loop (key loop, a wait mode) runs every serve and mirror on a
+	// shared polling loop, pinned to LoopCPU (key loop-cpu; -1: not
+	// pinned). "" is a thread per ring and direction: key loop = "none",
+	// or no loop key and a table with a key of OwnWaitKeys. Without
+	// either, it is DefaultLoop.
 	Loop    string
 	LoopCPU int
 	// Loops (key loops, default 1) is how many loops share the units;
@@ -22,7 +25,38 @@ type Config struct {
 	Loops  int
 	Tables []Table
 
-	loopCPULine, loopsLine int // the lines of loop-cpu and loops (0: absent)
+	loopLine, loopCPULine, loopsLine int // the lines of loop, loop-cpu and loops (0: absent)
+}
+
+// DefaultLoop is the wait mode of the loop a file without a loop key
+// runs its serves and mirrors on. One loop per process is the layout
+// that scales: it polls every ring in turn on one thread, where a thread
+// per ring and direction outnumbers the cores (the bench's deployed and
+// rings sections measure both). Adaptive idles at about no CPU.
+const DefaultLoop = "adaptive"
+
+// OwnWaitKeys are the table keys that give a serve or a mirror a wait
+// mode and CPU of its own thread: a file whose tables use them, and has
+// no loop key, runs a thread per ring and direction, as it always did.
+var OwnWaitKeys = map[string]bool{"wait": true, "spin": true, "cpu": true}
+
+// applyDefaultLoop sets Loop where the file leaves it to the default.
+func (c *Config) applyDefaultLoop() {
+	if c.Loop == "none" {
+		c.Loop = ""
+		return
+	}
+	if c.loopLine > 0 {
+		return
+	}
+	for i := range c.Tables {
+		for _, kv := range c.Tables[i].Keys {
+			if OwnWaitKeys[kv.Key] {
+				return
+			}
+		}
+	}
+	c.Loop = DefaultLoop
 }
 
 // Kinds of table: the header names them, [[serve]], [[mirror]] and

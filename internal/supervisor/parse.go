@@ -105,9 +105,10 @@ func (c *Config) setTop(key string, line int, kind unstable.Kind, text string, s
 	case "log-format":
 		c.LogFormat, err = str()
 	case "loop":
-		if c.Loop, err = str(); err == nil {
+		c.loopLine = line
+		if c.Loop, err = str(); err == nil && c.Loop != "none" {
 			if _, perr := idle.ParseMode(c.Loop); perr != nil {
-				err = c.Errorf(line, key, "%s", perr)
+				err = c.Errorf(line, key, "%s, or none (a thread per ring and direction)", perr)
 			}
 		}
 	case "loop-cpu":
@@ -130,7 +131,8 @@ func (c *Config) setTop(key string, line int, kind unstable.Kind, text string, s
 
 // check checks what needs the whole file: every table has its ring (and
 // source, or dir), names, rings and archive directories are not given
-// twice, and loop-cpu and loops come with loop.
+// twice, and loop-cpu and loops come with a loop (the default one, or
+// the loop key's).
 func (c *Config) check() error {
 	names := map[string]int{}
 	rings := map[string]int{}
@@ -165,11 +167,12 @@ func (c *Config) check() error {
 		}
 		names[t.Unit()] = t.Line
 	}
+	c.applyDefaultLoop()
 	if c.Loop == "" && c.loopCPULine > 0 {
-		return c.Errorf(c.loopCPULine, "loop-cpu", "pins the loop: set loop too")
+		return c.Errorf(c.loopCPULine, "loop-cpu", "pins the loop, and there is none (loop = \"none\", or a table's own wait, spin or cpu key): set loop")
 	}
 	if c.Loop == "" && c.loopsLine > 0 {
-		return c.Errorf(c.loopsLine, "loops", "counts loops: set loop too")
+		return c.Errorf(c.loopsLine, "loops", "counts loops, and there is none (loop = \"none\", or a table's own wait, spin or cpu key): set loop")
 	}
 	return nil
 }

@@ -30,8 +30,9 @@ func TestParseErrors(t *testing.T) {
 		{"date value", "[[serve]]\nring = \"/dev/shm/a\"\nat = 1979-05-27\n", `got a date or time`},
 		{"loop mode", "loop = \"fast\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `f.toml:1: key "loop": idle: unknown wait mode "fast"`},
 		{"loop cpu type", "loop = \"yield\"\nloop-cpu = \"1\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `f.toml:2: key "loop-cpu": want a CPU number or -1, got a string 1`},
-		{"loop cpu alone", "loop-cpu = 1\n[[serve]]\nring = \"/dev/shm/a\"\n", `f.toml:1: key "loop-cpu": pins the loop: set loop too`},
-		{"loops alone", "loops = 2\n[[serve]]\nring = \"/dev/shm/a\"\n", `f.toml:1: key "loops": counts loops: set loop too`},
+		{"loop cpu without a loop", "loop = \"none\"\nloop-cpu = 1\n[[serve]]\nring = \"/dev/shm/a\"\n", `f.toml:2: key "loop-cpu": pins the loop, and there is none`},
+		{"loops without a loop", "loops = 2\n[[serve]]\nring = \"/dev/shm/a\"\nwait = \"yield\"\n", `f.toml:1: key "loops": counts loops, and there is none`},
+		{"loop mode", "loop = \"fast\"\n[[serve]]\nring = \"/dev/shm/a\"\n", `or none (a thread per ring and direction)`},
 		{"loops range", "loop = \"yield\"\nloops = 0\n[[serve]]\nring = \"/dev/shm/a\"\n", `f.toml:2: key "loops": want 1 to 64 loops, got an integer 0`},
 		{"loops too many", "loop = \"yield\"\nloops = 65\n[[serve]]\nring = \"/dev/shm/a\"\n", `f.toml:2: key "loops": want 1 to 64 loops, got an integer 65`},
 	} {
@@ -117,7 +118,32 @@ from = "resume"
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Loop != "" || d.Loops != 1 || d.LoopCPU != -1 || d.Metrics != "" {
+	if d.Loop != DefaultLoop || d.Loops != 1 || d.LoopCPU != -1 || d.Metrics != "" {
 		t.Errorf("defaults %+v", d)
+	}
+}
+
+// TestDefaultLoop: a file without a loop key runs on DefaultLoop, unless
+// a table has a wait of its own (a file written before the default: a
+// thread per ring, as then) or the key says none.
+func TestDefaultLoop(t *testing.T) {
+	for _, c := range []struct {
+		name, file, loop string
+		loops            int
+	}{
+		{"no key", "[[serve]]\nring = \"/dev/shm/a\"\n[[mirror]]\nsource = \"h:1\"\nring = \"/dev/shm/b\"\n", DefaultLoop, 1},
+		{"loops alone", "loops = 2\n[[serve]]\nring = \"/dev/shm/a\"\n", DefaultLoop, 2},
+		{"a table's wait", "[[serve]]\nring = \"/dev/shm/a\"\n[[mirror]]\nsource = \"h:1\"\nring = \"/dev/shm/b\"\nwait = \"yield\"\n", "", 1},
+		{"a table's cpu", "[[serve]]\nring = \"/dev/shm/a\"\ncpu = 1\n", "", 1},
+		{"none", "loop = \"none\"\n[[serve]]\nring = \"/dev/shm/a\"\n", "", 1},
+		{"yield", "loop = \"yield\"\n[[serve]]\nring = \"/dev/shm/a\"\n", "yield", 1},
+	} {
+		cfg, err := Parse("f.toml", []byte(c.file))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if cfg.Loop != c.loop || cfg.Loops != c.loops {
+			t.Errorf("%s: loop %q, loops %d; want %q, %d", c.name, cfg.Loop, cfg.Loops, c.loop, c.loops)
+		}
 	}
 }
