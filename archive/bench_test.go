@@ -29,10 +29,11 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // BenchmarkCursor: one 64-byte record read back (CRC checked) from a
-// page-cached plain archive.
+// page-cached plain archive of 16 MiB segments: sealed ones (mapped), and
+// the last one, unsealed (read through a buffer).
 func BenchmarkCursor(b *testing.B) {
 	dir := rcTmpfs(b)
-	w, _ := OpenWriter(dir, Options{})
+	w, _ := OpenWriter(dir, Options{SegmentSize: 16 << 20})
 	w.Begin(Source{Geometry: geo64}, 1, 0)
 	p := make([]byte, 64)
 	for i := range b.N {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 )
 
 // Cursor iterates over the entries of one epoch, in sequence order, from
@@ -21,6 +22,9 @@ type Cursor struct {
 	last  uint64  // the Last of the last entry read in seg (seg.first-1 before one)
 	d     dataFile
 	sc    *scanner
+	// mapped is d when it is a mapping (a sealed plain segment), nil
+	// otherwise.
+	mapped *mappedFile
 	// The seek's target: entries before it are skipped.
 	skipSeq  uint64
 	skipTime int64
@@ -45,7 +49,7 @@ func (c *Cursor) open(s segment, off int64) error {
 			return err
 		}
 	}
-	d, err := openData(s, x, &c.r.st)
+	d, err := c.openData(s, x)
 	if err != nil {
 		return fmt.Errorf("archive: %w", err)
 	}
@@ -62,12 +66,29 @@ func (c *Cursor) open(s segment, off int64) error {
 	return nil
 }
 
+// openData opens the data of s: mapped when s is sealed and plain (it
+// changes no more), read through a buffer otherwise.
+func (c *Cursor) openData(s segment, x *index) (dataFile, error) {
+	c.mapped = nil
+	if s.sealed && !s.compressed && x != nil && x.blockSize == 0 {
+		if m, err := mapSegment(s); err == nil {
+			c.mapped = m
+			return m, nil
+		}
+	}
+	return openData(s, x, &c.r.st)
+}
+
 // Next returns the next entry: e.Rec is valid until the next call.
 // io.EOF: nothing more is written yet. An error wrapping ErrCorrupt names
-// the segment and offset of bytes no writer made.
-func (c *Cursor) Next() (Entry, error) {
+// the segment and offset of bytes no writer made, or a segment file cut
+// under the cursor's mapping.
+func (c *Cursor) Next() (e Entry, err error) {
 	if c.sc == nil {
 		return Entry{}, ErrClosed
+	}
+	if c.mapped != nil {
+		defer c.guard(debug.SetPanicOnFault(true), &err)
 	}
 	for {
 		e, _, err := c.sc.next()
@@ -123,6 +144,24 @@ func (c *Cursor) advance(end error) (bool, error) {
 	return true, c.open(next, headerSize)
 }
 
+// guard, deferred by Next while it reads a mapping, turns a fault in that
+// mapping (its file cut by something outside the archive) into an error,
+// where the runtime would otherwise kill the process; any other panic
+// goes on. It restores the goroutine's fault setting.
+func (c *Cursor) guard(old bool, err *error) {
+	p := recover()
+	debug.SetPanicOnFault(old)
+	if p == nil {
+		return
+	}
+	if fa, ok := p.(interface{ Addr() uintptr }); ok && c.mapped != nil && c.mapped.holds(fa.Addr()) {
+		c.r.st.corrupt.Add(1)
+		*err = fmt.Errorf("%w: %s was cut while mapped", ErrCorrupt, c.mapped.name)
+		return
+	}
+	panic(p)
+}
+
 // Close releases the cursor's file.
 func (c *Cursor) Close() error {
 	if c.sc != nil {
@@ -133,6 +172,6 @@ func (c *Cursor) Close() error {
 		return nil
 	}
 	err := c.d.Close()
-	c.d = nil
+	c.d, c.mapped = nil, nil
 	return err
 }

@@ -2,9 +2,11 @@ package archive
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -155,4 +157,48 @@ func dirFiles(t *testing.T, dir string) map[string][]byte {
 		out[e.Name()] = b
 	}
 	return out
+}
+
+// TestMappedCut: a sealed segment is read through a mapping; a file cut
+// under it (by something outside the archive) is an error of the cursor,
+// wrapping ErrCorrupt and counted, where the fault would kill the process.
+func TestMappedCut(t *testing.T) {
+	dir := t.TempDir()
+	w := rcOpenWriter(t, dir, Options{SegmentSize: 64 << 10})
+	if _, err := w.Begin(testSrc, 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	writeRecords(t, w, 1, 5000) // 48-byte entries: four sealed segments
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := rcOpen(t, dir)
+	c, err := r.Seek(1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for s := uint64(1); s <= 10; s++ {
+		if e, err := c.Next(); err != nil || e.Seq != s {
+			t.Fatalf("record %d: %+v, %v", s, e, err)
+		}
+	}
+	if c.mapped == nil {
+		t.Fatal("the sealed first segment is not mapped")
+	}
+	if err := os.Truncate(c.seg.data(), 8192); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	for n = 0; n < 5000; n++ {
+		if _, err = c.Next(); err != nil {
+			break
+		}
+	}
+	if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "cut while mapped") {
+		t.Fatalf("after %d more records: %v, want a cut mapping's ErrCorrupt", n, err)
+	}
+	if got := r.Stats().Corrupt; got == 0 {
+		t.Fatalf("Stats().Corrupt %d after the cut", got)
+	}
 }

@@ -23,16 +23,18 @@
 // one of). A seek is a binary search over the segments' names, one over
 // an index, and a scan of at most 64 KiB.
 //
-// Crash safety: the writer appends in large writes and syncs as
-// Options.Sync says; a reopened Writer cuts a torn last entry (found by
+// Crash safety: the writer appends in large writes (whole blocks with
+// O_DIRECT where the filesystem takes it) and syncs as Options.Sync says; a reopened Writer cuts a torn last entry (found by
 // its length and CRC) and resumes after the last whole one. Sealing and
 // compressing go through temporary files and renames.
 //
 // One goroutine appends (Writer, one per directory: a lock file); a
 // second writes its full buffers, so that a write(2) that stalls does not
 // stall the appends (the flusher), and with Options.Compress a third
-// compresses what it sealed, so that the writer never waits for zstd. Readers and their Cursors read concurrently, also
-// from other processes, and see what the writer flushed.
+// compresses what it sealed, so that the writer never waits for zstd.
+// Readers and their Cursors read concurrently, also from other processes,
+// and see what the writer flushed; a cursor reads a sealed plain segment
+// through a read-only mapping, in place, and any other through a buffer.
 //
 // Files:
 //
@@ -44,6 +46,9 @@
 //	compress.go   zstd blocks of a sealed segment
 //	compressor.go compressing sealed segments on a goroutine of its own
 //	flusher.go    writing full buffers on a goroutine of its own
+//	direct.go     the segment being written, opened O_DIRECT where it can be
+//	mapped.go     a sealed plain segment mapped for a cursor
+//	memory_unsafe.go aligned buffers, and addresses inside a mapping
 //	options.go    Options and Sync
 //	writer.go     Writer: Begin, Append, Gap, Flush, Close
 //	seal.go       sealing a segment, recovery at open
@@ -55,6 +60,6 @@
 //	recorder.go   Recorder: follows a ring into a Writer; Start, ParseStart
 //	ringread.go   the Recorder's reads of the ring: records, gaps, flushes
 //	replay.go     Replay: an epoch back into a (sparse) ring, paced
-//	stats.go      WriterStats
+//	stats.go      WriterStats, ReaderStats
 //	errors.go     the sentinel errors
 package archive

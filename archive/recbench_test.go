@@ -71,7 +71,7 @@ func BenchmarkRecord(b *testing.B) {
 func BenchmarkReplay(b *testing.B) {
 	const n = 1 << 20
 	dir := rcTmpfs(b)
-	w := rcOpenWriter(b, dir, Options{}) // 64 MiB segments
+	w := rcOpenWriter(b, dir, Options{SegmentSize: 16 << 20}) // sealed segments, and the last one written
 	if _, err := w.Begin(rcSrc, 1, rcTime(1)); err != nil {
 		b.Fatal(err)
 	}

@@ -19,6 +19,7 @@ var errTorn = errors.New("archive: torn entry")
 // point's span and an entry) and double up to scanChunk as it reads on.
 type scanner struct {
 	r      io.ReaderAt
+	m      *mappedFile // r, when it is a mapping: bytes are read in place
 	sh     shape
 	e      Entry // the entry next returns
 	buf    []byte
@@ -33,6 +34,9 @@ const (
 )
 
 func newScanner(r io.ReaderAt, geo Geometry, off int64) *scanner {
+	if m, ok := r.(*mappedFile); ok {
+		return &scanner{r: r, m: m, sh: geo.shape(), off: off}
+	}
 	return &scanner{r: r, sh: geo.shape(), off: off, chunk: firstChunk, buf: bufs.Get().([]byte)[:0]}
 }
 
@@ -84,6 +88,9 @@ func (s *scanner) next() (*Entry, int64, error) {
 // bytes returns the n data bytes at off, reading when the buffer does not
 // hold them. io.EOF: none is there; errTorn: only some are.
 func (s *scanner) bytes(off int64, n int) ([]byte, error) {
+	if s.m != nil {
+		return s.m.view(off, n)
+	}
 	if off >= s.bufOff && off+int64(n) <= s.bufOff+int64(len(s.buf)) {
 		i := off - s.bufOff
 		return s.buf[i : i+int64(n)], nil

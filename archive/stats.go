@@ -55,3 +55,16 @@ func (w *Writer) Stats() WriterStats {
 type readStats struct {
 	blocks, corrupt atomic.Uint64
 }
+
+// ReaderStats counts a Reader's work.
+type ReaderStats struct {
+	// Blocks is the compressed blocks its cursors decompressed; Corrupt
+	// the errors wrapping ErrCorrupt they returned (bytes no writer made,
+	// a file cut while mapped).
+	Blocks, Corrupt uint64
+}
+
+// Stats returns the reader's counters; safe from any goroutine.
+func (r *Reader) Stats() ReaderStats {
+	return ReaderStats{Blocks: r.st.blocks.Load(), Corrupt: r.st.corrupt.Load()}
+}

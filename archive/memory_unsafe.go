@@ -21,3 +21,12 @@ func alignedBuffer(size int) []byte {
 func isAligned(b []byte) bool {
 	return cap(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))&(blockAlign-1) == 0
 }
+
+// holds reports whether addr is inside m's mapping.
+func (m *mappedFile) holds(addr uintptr) bool {
+	if len(m.data) == 0 {
+		return false
+	}
+	start := uintptr(unsafe.Pointer(unsafe.SliceData(m.data)))
+	return addr >= start && addr < start+uintptr(len(m.data))
+}
