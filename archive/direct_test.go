@@ -159,7 +159,8 @@ func dirFiles(t *testing.T, dir string) map[string][]byte {
 	return out
 }
 
-// TestMappedCut: a sealed segment is read through a mapping; a file cut
+// TestMappedCut: a sealed segment a cursor went on to is read through a
+// mapping; a file cut
 // under it (by something outside the archive) is an error of the cursor,
 // wrapping ErrCorrupt and counted, where the fault would kill the process.
 func TestMappedCut(t *testing.T) {
@@ -178,13 +179,13 @@ func TestMappedCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	for s := uint64(1); s <= 10; s++ {
+	for s := uint64(1); c.mapped == nil; s++ { // the seek's segment is read, the next mapped
 		if e, err := c.Next(); err != nil || e.Seq != s {
 			t.Fatalf("record %d: %+v, %v", s, e, err)
 		}
-	}
-	if c.mapped == nil {
-		t.Fatal("the sealed first segment is not mapped")
+		if s == 5000 {
+			t.Fatal("no sealed segment was mapped")
+		}
 	}
 	if err := os.Truncate(c.seg.data(), 8192); err != nil {
 		t.Fatal(err)

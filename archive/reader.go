@@ -172,7 +172,7 @@ func (r *Reader) Seek(epoch, seq uint64) (*Cursor, error) {
 		return nil, err
 	}
 	c := &Cursor{r: r, epoch: epoch, skipSeq: seq}
-	return c, c.open(segs[i], x.bySeq(seq))
+	return c, c.open(segs[i], x.bySeq(seq), false)
 }
 
 // SeekTime returns a cursor whose first entry is epoch's first entry seen
@@ -203,7 +203,7 @@ func (r *Reader) SeekTime(epoch uint64, t int64) (*Cursor, error) {
 	if len(x.points) > 0 {
 		off = x.byTime(t)
 	}
-	return c, c.open(segs[i], off)
+	return c, c.open(segs[i], off, false)
 }
 
 // Close releases what the reader keeps.

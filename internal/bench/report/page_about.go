@@ -102,9 +102,10 @@ the same filesystem with O_DIRECT in the same run. A replayer process
 replays an archive of --archive-replay records on the disk at speed max
 (archive.Replay, Speed 0) into a ring, once to warm the page cache and
 make the ring, once timed. Seek: an archive of --archive-seek records on
-the disk (64 MiB segments), a Seek or SeekTime to a random sequence or
-time and the first Next, --archive-seeks of each, warm (the page cache as
-the writes left it; a Reader that read every index first) and cold (the
+the disk (64 MiB segments, written through the page cache), a Seek or
+SeekTime to a random sequence or time and the first Next, --archive-seeks
+of each, warm (the page cache as the writes left it; a Reader that read
+every index first) and cold (the
 archive's files dropped from the page cache with posix_fadvise and a fresh
 Reader). Compression: --archive-compress records of the synthetic feed and
 of a market-data feed (300 symbols, power-law busy, prices moving a tick
