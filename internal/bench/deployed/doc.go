@@ -19,7 +19,12 @@
 //	this process    starts them all (proc, a launcher thread per
 //	                namespace), reads each one's CPU before and after the
 //	                samples (proc.CPUTime), meters its own hiccups, and
-//	                with --trace pairs the processes' stamps into hops
+//	                with --trace pairs the processes' stamps into hops,
+//	                records the kernel's scheduler events of their threads
+//	                (an ftrace instance: sched_switch, sched_wakeup) and
+//	                says, for the round trips above p99 and p99.9, which
+//	                hop took the excess and whether the thread ending it
+//	                ran, waited for a CPU or slept meanwhile
 //
 // A loop's wait name (loop-yield) puts each host's serve and mirror in one
 // ringfire run (loop.go); the hand-offs alone replace the network with
@@ -36,6 +41,8 @@
 //	loop.go            the four-process round trip of a loop's wait
 //	relay.go           the hand-offs alone
 //	trace.go           the round trip hop by hop (--trace)
+//	sched.go           the scheduler's trace of the processes' threads
+//	tails.go           the slowest round trips: their hop, its thread's time
 //	hiccups.go         the hiccup meter: a thread sleeping 1 ms at a time
 //	rings.go           the rings section's hops, run files and processes
 //	rings_roundtrip.go Rings: its two phases, and the round trips

@@ -72,7 +72,7 @@ func (b *Bench) Relay(n int, wait string) (report.Deployed, error) {
 			return report.Deployed{}, err
 		}
 	}
-	res, err := ps.measure(pinger, cfg)
+	res, _, err := ps.measure(pinger, cfg, false)
 	res.Transport, res.Wait, res.Procs = "shm", wait, n
 	return res, err
 }

@@ -52,7 +52,7 @@ func ringsRoundTrip(cfg *Config, d *deployedNet, dir string, n int, wait string,
 		return err
 	}
 	for _, rt := range []*report.RingsRoundTrip{&res.AtOnce, &res.InTurn} {
-		line, wall, cpu, _, err := ps.timed(pinger, cfg)
+		line, wall, cpu, _, _, err := ps.timed(pinger, cfg, false)
 		if err != nil {
 			return err
 		}

@@ -182,11 +182,14 @@ func (b *Bench) RoundTrip(tr, wait string) (report.Deployed, error) {
 	if err != nil {
 		return report.Deployed{}, err
 	}
-	res, err := ps.measure(pinger, cfg)
+	res, sched, err := ps.measure(pinger, cfg, cfg.Trace)
 	res.Transport, res.Wait = tr, wait
 	if err == nil && traceDir != "" {
 		if err = ps.stopRuns(); err == nil { // they write their stamps as they stop
-			res.Hops, err = traceHops(traceDir, cfg.WarmUp, chain)
+			var run *traceRun
+			if run, err = readTrace(traceDir, cfg.WarmUp, chain); err == nil {
+				res.Hops, res.Tails = run.hops(), run.tails(sched)
+			}
 		}
 		ps = nil
 	}
@@ -274,51 +277,70 @@ func (b *Bench) Datagram(style string) (report.Deployed, error) {
 	if err != nil {
 		return report.Deployed{}, err
 	}
-	res, err := ps.measure(pinger, cfg)
+	res, _, err := ps.measure(pinger, cfg, false)
 	res.Transport, res.Wait = "udp", style
 	return res, err
 }
 
 // measure waits for the pinger's warm-up and result (timed) and decodes
 // the result line.
-func (ps procSet) measure(pinger *proc.Proc, cfg *Config) (report.Deployed, error) {
-	line, wall, cpu, hic, err := ps.timed(pinger, cfg)
+func (ps procSet) measure(pinger *proc.Proc, cfg *Config, traced bool) (report.Deployed, *schedLog, error) {
+	line, wall, cpu, hic, sched, err := ps.timed(pinger, cfg, traced)
 	if err != nil {
-		return report.Deployed{}, err
+		return report.Deployed{}, nil, err
 	}
 	res := report.Deployed{Measured: report.Duration(wall), CPU: cpu, Hiccups: hic}
 	if err := json.Unmarshal([]byte(line), &res.Lat); err != nil {
-		return report.Deployed{}, fmt.Errorf("deployed: pinger result %q: %w", line, err)
+		return report.Deployed{}, nil, fmt.Errorf("deployed: pinger result %q: %w", line, err)
 	}
-	return res, nil
+	return res, sched, nil
 }
 
 // timed waits for the pinger's warm-up, takes every process's CPU time,
 // waits for its result and takes them again: the result line, the wall
 // time of the samples, each process's CPU over it and the hiccups a
-// sleeping thread of the bench saw meanwhile.
-func (ps procSet) timed(pinger *proc.Proc, cfg *Config) (string, time.Duration, []report.ProcCPU, report.Hiccups, error) {
+// sleeping thread of the bench saw meanwhile; traced, the
+// scheduler's trace of the processes' threads over the samples (nil
+// where the kernel's tracefs cannot be used).
+func (ps procSet) timed(pinger *proc.Proc, cfg *Config, traced bool) (string, time.Duration, []report.ProcCPU, report.Hiccups, *schedLog, error) {
 	// The pinger bounds its warm-up and samples in time, and each round
 	// trip; these bounds are the parent's, a little wider.
 	if _, err := pinger.Expect(role.LineMeasuring, readyWait+role.FirstEchoWait+role.WarmUpMax+role.EchoWait); err != nil {
-		return "", 0, nil, report.Hiccups{}, ps.explain(err)
+		return "", 0, nil, report.Hiccups{}, nil, ps.explain(err)
 	}
 	before, err := ps.cpuTimes()
 	if err != nil {
-		return "", 0, nil, report.Hiccups{}, err
+		return "", 0, nil, report.Hiccups{}, nil, err
+	}
+	var st *schedTrace
+	if traced {
+		st, _ = startSched(ps.pids()) // nil: the tails are reported without it
 	}
 	hm := startHiccups()
 	start := time.Now()
 	line, err := pinger.Expect(role.LineResult, readyWait+cfg.DeployedFor+role.EchoWait)
 	wall, hic := time.Since(start), hm.end()
+	var sched *schedLog
+	if st != nil {
+		sched, _ = st.stop()
+	}
 	if err != nil {
-		return "", 0, nil, hic, ps.explain(err)
+		return "", 0, nil, hic, nil, ps.explain(err)
 	}
 	after, err := ps.cpuTimes()
 	if err != nil {
-		return "", 0, nil, hic, err
+		return "", 0, nil, hic, nil, err
 	}
-	return line, wall, ps.cpuOver(before, after, wall), hic, nil
+	return line, wall, ps.cpuOver(before, after, wall), hic, sched, nil
+}
+
+// pids are the processes' ids.
+func (ps procSet) pids() []int {
+	out := make([]int, len(ps))
+	for i, p := range ps {
+		out[i] = p.Pid()
+	}
+	return out
 }
 
 // cpuOver is each process's CPU between two readings wall apart.

@@ -45,15 +45,18 @@ var traceChain = roundTripChain(traceProc{"serve-A", "serve A"}, traceProc{"mirr
 	traceProc{"serve-B", "serve B"}, traceProc{"mirror-B-mirror", "mirror B'"})
 
 // readStamps reads the first stamp of each (stage, seq) of the trace file
-// of process prefix in dir.
-func readStamps(dir, prefix string) (map[string]map[uint64]int64, error) {
+// of process prefix in dir, and the process's pid (the file's name ends
+// with it).
+func readStamps(dir, prefix string) (map[string]map[uint64]int64, int, error) {
 	files, err := filepath.Glob(filepath.Join(dir, prefix+"-*.trace"))
 	if err != nil || len(files) != 1 {
-		return nil, fmt.Errorf("deployed: trace of %s: %d files (%v)", prefix, len(files), err)
+		return nil, 0, fmt.Errorf("deployed: trace of %s: %d files (%v)", prefix, len(files), err)
 	}
+	name := strings.TrimSuffix(filepath.Base(files[0]), ".trace")
+	pid, _ := strconv.Atoi(name[strings.LastIndexByte(name, '-')+1:])
 	f, err := os.Open(files[0])
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer f.Close()
 	m := map[string]map[uint64]int64{}
@@ -75,26 +78,35 @@ func readStamps(dir, prefix string) (map[string]map[uint64]int64, error) {
 			m[fs[0]][seq] = ns
 		}
 	}
-	return m, sc.Err()
+	return m, pid, sc.Err()
 }
 
-// traceHops turns the trace files in dir into the hops of chain, over
-// the records after warmUp (records keep their sequence from A to B').
-func traceHops(dir string, warmUp int, chain []traceStage) ([]report.Hop, error) {
+// traceRun is a traced round trip: every complete sample's stamps in
+// chain order, and the process that took each stage's.
+type traceRun struct {
+	chain   []traceStage
+	pids    []int
+	samples [][]int64
+}
+
+// readTrace reads the trace files in dir: the samples after warmUp
+// (records keep their sequence from A to B').
+func readTrace(dir string, warmUp int, chain []traceStage) (*traceRun, error) {
 	files := map[string]map[string]map[uint64]int64{}
+	pids := map[string]int{}
 	for _, st := range chain {
 		if files[st.file] != nil {
 			continue
 		}
-		m, err := readStamps(dir, st.file)
+		m, pid, err := readStamps(dir, st.file)
 		if err != nil {
 			return nil, err
 		}
-		files[st.file] = m
+		files[st.file], pids[st.file] = m, pid
 	}
-	hists := make([]hist.Hist, len(chain)-1)
-	for i := range hists {
-		hists[i] = hist.New()
+	tr := &traceRun{chain: chain}
+	for _, st := range chain {
+		tr.pids = append(tr.pids, pids[st.file])
 	}
 	for seq := range files["pinger"]["push"] {
 		if seq <= uint64(warmUp) {
@@ -107,16 +119,31 @@ func traceHops(dir string, warmUp int, chain []traceStage) ([]report.Hop, error)
 			complete = complete && ok
 			ts[i] = t
 		}
-		if !complete {
-			continue
-		}
-		for i := range hists {
-			hists[i].Record(time.Duration(ts[i+1] - ts[i]))
+		if complete {
+			tr.samples = append(tr.samples, ts)
 		}
 	}
-	hops := make([]report.Hop, len(hists))
-	for i, h := range hists {
-		hops[i] = report.Hop{From: chain[i].name, To: chain[i+1].name, Lat: h.Percentiles()}
+	return tr, nil
+}
+
+// hops is each hop's latency.
+func (tr *traceRun) hops() []report.Hop {
+	hops := make([]report.Hop, len(tr.chain)-1)
+	for i := range hops {
+		h := hist.New()
+		for _, ts := range tr.samples {
+			h.Record(time.Duration(ts[i+1] - ts[i]))
+		}
+		hops[i] = report.Hop{From: tr.chain[i].name, To: tr.chain[i+1].name, Lat: h.Percentiles()}
 	}
-	return hops, nil
+	return hops
+}
+
+// traceHops turns the trace files in dir into the hops of chain.
+func traceHops(dir string, warmUp int, chain []traceStage) ([]report.Hop, error) {
+	tr, err := readTrace(dir, warmUp, chain)
+	if err != nil {
+		return nil, err
+	}
+	return tr.hops(), nil
 }

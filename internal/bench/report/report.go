@@ -148,10 +148,11 @@ type Deployed struct {
 	Wait      string      `json:"wait"`                // the wait mode, or the datagram waiting style
 	Procs     int         `json:"processes,omitempty"` // the relay's processes
 	Lat       Percentiles `json:"round_trip"`
-	Measured  Duration    `json:"measured"`       // wall time of the samples
-	CPU       []ProcCPU   `json:"cpu"`            // one per process
-	Hiccups   Hiccups     `json:"hiccups"`        // a sleeping thread of the bench, meanwhile
-	Hops      []Hop       `json:"hops,omitempty"` // with Config.Trace: where the round trip went
+	Measured  Duration    `json:"measured"`        // wall time of the samples
+	CPU       []ProcCPU   `json:"cpu"`             // one per process
+	Hiccups   Hiccups     `json:"hiccups"`         // a sleeping thread of the bench, meanwhile
+	Hops      []Hop       `json:"hops,omitempty"`  // with Config.Trace: where the round trip went
+	Tails     []TailHop   `json:"tails,omitempty"` // with Config.Trace: where the slowest round trips went
 }
 
 // ProcCPU is the CPU one process used during a measurement.
@@ -168,4 +169,26 @@ type Hop struct {
 	From string      `json:"from"`
 	To   string      `json:"to"`
 	Lat  Percentiles `json:"latency"`
+}
+
+// TailHop is where some of the slowest round trips went: of the Tail
+// samples slower than a percentile of the round trip (Above), the
+// Samples whose largest excess (a hop's time over that hop's median) was
+// on this hop, and how much that was. Traced of them fall in the
+// scheduler's trace, which says how the thread that ends the hop (its
+// process's hot loop) spent the hop: on a CPU (Running: our own work, a
+// page fault, a syscall, the runtime), runnable but not on one
+// (Runnable: the scheduler's delay) or asleep (Sleeping: waiting to be
+// woken), shares of the traced samples' hop time.
+type TailHop struct {
+	Above     string  `json:"above"` // "p99" or "p99.9"
+	Tail      int     `json:"tail"`
+	From      string  `json:"from"`
+	To        string  `json:"to"`
+	Samples   int     `json:"samples"`
+	ExcessP50 float64 `json:"excess_p50_us"`
+	Traced    int     `json:"traced"`
+	Running   float64 `json:"running"`
+	Runnable  float64 `json:"runnable"`
+	Sleeping  float64 `json:"sleeping"`
 }

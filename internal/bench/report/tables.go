@@ -35,7 +35,7 @@ func (r *Report) sections() []section {
 		{"fanout", "Fan-out", []table{r.fanoutTable()}},
 		{"sendcost", "Send cost", []table{r.sendCostTable()}},
 		{"deployed", "Deployed", []table{r.deployedTable(), r.deployedDatagramTable(), r.deployedRelayTable(),
-			r.deployedCPUTable(), r.deployedHopsTable()}},
+			r.deployedCPUTable(), r.deployedHopsTable(), r.deployedTailsTable()}},
 		{"rings", "Rings", []table{r.ringsTable(), r.ringsPerRingTable(), r.ringsSweepTable()}},
 		{"archive", "Archive", []table{r.archiveRecordTable(), r.archiveRefTable(), r.archiveSweepTable(),
 			r.archiveReplayTable(), r.archiveSeekTable(), r.archiveCompressTable(), r.archiveCatchupTable()}},

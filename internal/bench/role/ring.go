@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/synth"
@@ -78,8 +79,14 @@ func ringEnds(s Spec, out *bufio.Writer) (*shm.Writer, *shm.Reader, error) {
 }
 
 // ringPinger pushes a stamped record into ring A and waits on B' for its
-// echo, one record in flight.
+// echo, one record in flight. It keeps its own thread, as serve's and
+// mirror's hot loops do, and so does ringEcho: a reader that moved
+// between threads would wait for the Go scheduler as well as the
+// kernel's, and the deployed section's scheduler trace (--trace) follows
+// one thread per process.
 func ringPinger(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	w, rd, err := ringEnds(s, out)
 	if err != nil {
 		return err
@@ -134,6 +141,8 @@ func awaitEcho(rd *shm.Reader, buf []byte, seq uint64, base time.Time, deadline 
 
 // ringEcho copies every record of A' into ring B until stdin closes.
 func ringEcho(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	w, rd, err := ringEnds(s, out)
 	if err != nil {
 		return err
