@@ -34,16 +34,19 @@ func (o OpenLoop) kneeStep() OpenStep {
 
 func (r *Report) openLoopKneeTable() table {
 	t := table{title: "openloop: the knee, the highest offered rate up to which one-way p99 ≤ 1 ms and no record is lost, beside the zero-loss rate",
-		header: []string{"transport", "wait", "knee/s", "p50 µs at the knee", "p99 µs at the knee", "zero-loss/s", "from", "knee ÷ zero-loss"}}
+		header: []string{"transport", "wait", "knee/s", "p50 µs at the knee", "p99 µs at the knee", "zero-loss/s", "from", "knee, share of zero-loss"}}
 	for _, o := range r.OpenLoop {
 		rate, capped := o.Knee()
 		k := o.kneeStep()
-		zl, from := dash, dash
+		zl, from, share := dash, dash, dash
 		if o.ZeroLoss > 0 {
 			zl, from = FormatSI(float64(o.ZeroLoss)), o.ZeroLossFrom
 		}
+		if o.ZeroLoss > 0 && rate > 0 {
+			share = fmtPct(100 * float64(rate) / float64(o.ZeroLoss))
+		}
 		t.rows = append(t.rows, []string{o.Transport, o.Wait, kneeRate(rate, capped), fmtUS(k.Lat.P50), fmtUS(k.Lat.P99),
-			zl, from, fmtRatio(float64(rate), float64(o.ZeroLoss))})
+			zl, from, share})
 	}
 	return t
 }

@@ -64,8 +64,8 @@ func TestOpenLoopTables(t *testing.T) {
 	}
 	out := b.String()
 	t.Log("\n" + out)
-	wantRow(t, out, "xdp-unicast", "default", "1.00 M", "21.9", "328.0", "6.00 M", "stress", "0.17×")
-	wantRow(t, out, "xdp-unicast", "loop-yield", "≥ 4.00 M", "41.5", "990.0", "4.00 M", "flag", "1.00×")
+	wantRow(t, out, "xdp-unicast", "default", "1.00 M", "21.9", "328.0", "6.00 M", "stress", "16.67%")
+	wantRow(t, out, "xdp-unicast", "loop-yield", "≥ 4.00 M", "41.5", "990.0", "4.00 M", "flag", "100.00%")
 	wantRow(t, out, "xdp-unicast", "default", "4.00 M", "3.96 M", "1600", "100000", "160000", "400000", "0", "0", "0.10", "0.90", "0.80", "0.95")
 	wantRow(t, out, "xdp-unicast", "default", "6.00 M (zero-loss)", "5.94 M", "261000", "306000", "489600", "1224000", "2,900,000", "0")
 	var md bytes.Buffer
