@@ -69,13 +69,22 @@ func (b *Bench) OpenLoop(tr, wait string, rates []int) (report.OpenLoop, error) 
 	case w.Received == 0:
 		return res, fmt.Errorf("deployed: warm-up: %d records pushed, none read within %v", w.Pushed, 2*cfg.OpenWarmUp+role.FirstEchoWait)
 	}
+	res.Steps, err = sweepOpen(rates, func(rate int) (report.OpenStep, error) { return ol.step(rate, cfg.OpenStep, pace.DrainWait) })
+	return res, err
+}
+
+// sweepOpen runs step at each of rates in turn up to the second rate in
+// a row that collapsed (a one-way p99 over 1 s, a record lapped or lost)
+// or a step's error: the steps taken.
+func sweepOpen(rates []int, step func(rate int) (report.OpenStep, error)) ([]report.OpenStep, error) {
+	var steps []report.OpenStep
 	bad := 0
 	for _, rate := range rates {
-		s, err := ol.step(rate, cfg.OpenStep, pace.DrainWait)
+		s, err := step(rate)
 		if err != nil {
-			return res, err
+			return steps, err
 		}
-		res.Steps = append(res.Steps, s)
+		steps = append(steps, s)
 		if bad++; s.Lapped == 0 && s.Lost == 0 && s.Lat.P99 <= openBadP99 {
 			bad = 0
 		}
@@ -83,7 +92,7 @@ func (b *Bench) OpenLoop(tr, wait string, rates []int) (report.OpenLoop, error) 
 			break
 		}
 	}
-	return res, nil
+	return steps, nil
 }
 
 // openProcs starts the producer (N1), ringfire serve (N1) and mirror (N2)
