@@ -71,7 +71,14 @@ mirror of each host in one ringfire run on one loop), and 1, 4 and 16
 rings served and mirrored by one ringfire run process per side over AF_XDP:
 their aggregate zero-loss rate and each ring's round trip against one ring
 alone (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
---samples, --deployed-for), and the archive (archive): a recorder process
+--samples, --deployed-for), one way under a fixed offered load (openloop:
+a producer process stamping each record at each rate of --open-rates and
+the run's zero-loss rate, --open-step each, ringfire serve and mirror, or
+one ringfire run per host for a loop's wait, over --open-transport, and a
+reader process on the mirror host timing every record, once per --waits:
+p50, p99, p99.9, max, records lapped and lost, each process's CPU, and
+the knee, the highest rate up to which p99 ≤ 1 ms), and the archive
+(archive): a recorder process
 following a producer process's ring into an archive, the highest rate it
 keeps up with, no gap entry, into tmpfs and onto the disk (--archive-dir)
 in each sync mode, against dd oflag=direct on the same disk; a replayer
@@ -82,7 +89,7 @@ the synthetic feed and of a market-data one; and a ringfire mirror
 (namespace A) over TCP, the repair budget off, timed, then following a
 live load: no gap, no record twice, its last records the source's (the
 --archive-* flags size it; every file it makes is removed). It prints tables; --out writes bench.json and
-the charts latency.svg and throughput.svg into a directory, --markdown the
+the charts latency.svg, throughput.svg and (openloop) openloop.svg into a directory, --markdown the
 page docs/benchmarks.md (method, machine, one table per measurement, the
 floors; make bench passes both). --render FILE measures nothing: it reads
 a bench.json and writes the same tables, charts and page from it, e.g.
@@ -99,6 +106,7 @@ type benchFlags struct {
 	out, markdown, render, cpuProfile   string
 	json, quick, trace                  bool
 	archive                             archiveFlags
+	open                                openFlags
 }
 
 // run is the command with its arguments (after the program name).
@@ -115,13 +123,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&f.stress, "stress", time.Second, "open loop `duration` per rate")
 	fs.DurationVar(&f.stages, "stages", time.Second, "`duration` of each stage and fan-out measurement")
 	fs.StringVar(&f.waits, "waits", strings.Join(deployed.DefaultWaits, ","),
-		"deployed and the zero-loss sweep: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X, loop-X: one ringfire run per host, its serve and mirror on one loop waiting as X, deployed unicast only)")
+		"deployed, openloop and the zero-loss sweep: wait `modes` of serve and mirror (default: no flag, spin: --spin, X: --wait X, loop-X: one ringfire run per host, its serve and mirror on one loop waiting as X, deployed unicast only)")
 	fs.IntVar(&f.warmUp, "warmup", 10_000, "deployed: warm-up round trips per measurement")
 	fs.IntVar(&f.samples, "samples", 100_000, "deployed: timed round trips per measurement")
 	fs.DurationVar(&f.deployed, "deployed-for", time.Minute, "deployed: at most this `duration` of samples per measurement")
 	fs.StringVar(&f.ringfire, "ringfire", "", "deployed: the ringfire `binary` (default: next to this one, else built)")
 	fs.StringVar(&f.rings, "rings", joinInts(bench.DefaultRings), "rings: ring `counts` served and mirrored by one ringfire run per side (one ring alone is always measured)")
 	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(deployed.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
+	f.open.register(fs)
 	f.archive.register(fs)
 	fs.StringVar(&f.out, "out", "", "write bench.json and the SVG charts into `dir`")
 	fs.StringVar(&f.markdown, "markdown", "", "write the page of the results (docs/benchmarks.md) to `file`, its charts linked relative to it in --out")
@@ -210,11 +219,15 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	if cfg.Archive, err = f.archive.config(); err != nil {
 		return cfg, err
 	}
+	if err := f.open.config(&cfg); err != nil {
+		return cfg, err
+	}
 	if f.quick {
 		cfg.Archive.Quick()
 		cfg.PingPong, cfg.Stress, cfg.Stages = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 		cfg.Rates, cfg.Fanout, cfg.Rings = []int{50_000, 200_000}, []int{1, 4}, []int{1, 4}
 		cfg.WarmUp, cfg.Samples = min(cfg.WarmUp, 200), min(cfg.Samples, 2_000)
+		cfg.OpenRates, cfg.OpenStep, cfg.OpenWarmUp = []int{20_000, 200_000}, 300*time.Millisecond, 300*time.Millisecond
 	}
 	return cfg, nil
 }
@@ -233,10 +246,10 @@ func writeBench(rep *report.Report, f benchFlags, stdout io.Writer) error {
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
-	if _, err := rep.WriteSVG(f.out); err != nil {
+	wrote, err := rep.WriteSVG(f.out)
+	if err != nil {
 		return err
 	}
-	wrote := []string{filepath.Join(f.out, "latency.svg"), filepath.Join(f.out, "throughput.svg")}
 	if f.render == "" { // a rendered report's JSON is where it came from
 		path := filepath.Join(f.out, "bench.json")
 		if err := writeFile(path, rep.WriteJSON); err != nil {

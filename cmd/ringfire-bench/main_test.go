@@ -223,6 +223,11 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--archive-catchup-rate", "-1"}, "--archive-catchup-rate"},
 		{[]string{"--archive-catchup-live", "0s"}, "--archive-catchup-live"},
 		{[]string{"--archive-catchup-transport", "pigeon"}, "--archive-catchup-transport"},
+		{[]string{"--open-rates", "20000,x"}, "--open-rates"},
+		{[]string{"--open-step", "0s"}, "--open-step"},
+		{[]string{"--open-warmup", "-1s"}, "--open-warmup"},
+		{[]string{"--open-zero-loss", "-5"}, "--open-zero-loss"},
+		{[]string{"--open-transport", "tcp"}, "--open-transport"},
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--markdown", "page.md"}, "--markdown"},
 		{[]string{"--render", "no/such/bench.json"}, "--render"},
@@ -253,7 +258,7 @@ func TestHelp(t *testing.T) {
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
 		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire", "--rings", "--rings-waits",
-		"--archive-rates", "--archive-dir", "--archive-seek", "--markdown", "--render", "ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md")
+		"--archive-rates", "--archive-dir", "--archive-seek", "--open-rates", "--open-step", "--open-warmup", "--open-transport", "--open-zero-loss", "--markdown", "--render", "ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md")
 }
 
 // The product binary links neither the harness nor package testing.

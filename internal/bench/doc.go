@@ -23,12 +23,15 @@
 //	  │                                    floors: relays on locked threads
 //	  │    fanout    fanout.go             1..N mirrors; Push cost; sendcost
 //	  │
-//	  ├─ every endpoint a process of its own:   deployed, rings
+//	  ├─ every endpoint a process of its own:   deployed, rings, openloop
 //	  │    package deployed (Bench, made once per run): proc.Start, from a
 //	  │    launcher thread inside namespace N1 or N2, of
 //	  │      ringfire serve | mirror | run    (the ringfire binary)
-//	  │      ringfire-bench as a role.Spec    (pinger, echo, relay; package role)
-//	  │    the pinger times the round trips and prints their percentiles;
+//	  │      ringfire-bench as a role.Spec    (pinger, echo, relay, open-loop
+//	  │                                        producer and reader; package role)
+//	  │    the pinger times the round trips and prints their percentiles,
+//	  │    the open-loop reader each record's one way at each offered rate
+//	  │    (openloop.go plans it, after stress: its zero-loss rate);
 //	  │    this process reads every process's CPU, meters its own hiccups,
 //	  │    pushes the rings section's load and scrapes /metrics
 //	  │
@@ -45,13 +48,15 @@
 // # Packages
 //
 //	bench          Config, Run, the plan; the sections measured in this process
-//	bench/deployed the sections whose endpoints are processes: deployed, rings
+//	bench/deployed the sections whose endpoints are processes: deployed, rings,
+//	               openloop
 //	bench/archive  the archive section: recording, replay, seek, compression,
 //	               a mirror catching up from the archive
 //	bench/report   the Report types; text, JSON, SVG and the page docs/benchmarks.md
 //	bench/proc     starting child processes in a namespace, their lines, CPU and end
 //	bench/role     what a re-executed ringfire-bench does as pinger, echo, relay,
-//	               or the archive section's producer, recorder or replayer
+//	               the open loop's producer or reader, or the archive
+//	               section's producer, recorder or replayer
 //	bench/pace     pushing at a rate, the zero-loss sweep, polling with a bound
 //	bench/hist     the latency histogram both sides record into
 //
@@ -69,5 +74,6 @@
 //	waitack.go       the source's Wait for its mirrors
 //	fanout.go        fan-out and send cost
 //	stall.go         the machine's stalls before a run
+//	openloop.go      the openloop section's steps, rates and zero-loss rate
 //	archive.go       the archive section's steps
 package bench

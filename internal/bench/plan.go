@@ -88,6 +88,9 @@ func planRest(cfg *Config, rep *report.Report, has func(string) bool) []step {
 	if has("rings") {
 		steps = append(steps, planRings(cfg, rep)...)
 	}
+	if has("openloop") {
+		steps = append(steps, planOpenLoop(cfg, rep)...)
+	}
 	if has("sendcost") {
 		for _, n := range cfg.Fanout {
 			steps = append(steps, step{fmt.Sprintf("send cost to %d", n), func(r *rig) error {

@@ -27,7 +27,7 @@ type Config struct {
 	Stages     time.Duration // push-to-read per stage (default 1 s)
 	StageRates []int         // the producer's rates while the stages are measured (default DefaultStageRates)
 	Fanout     []int         // mirror counts (default DefaultFanout)
-	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings, archive
+	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings, openloop, archive
 	Progress   io.Writer     // one line per measurement (default none)
 	// The deployed section: wait modes (default deployed.DefaultWaits), warm-up
 	// and timed round trips per measurement (default 10,000, at most
@@ -47,6 +47,16 @@ type Config struct {
 	// zero-loss sweep.
 	Rings      []int
 	RingsWaits []string
+	// The openloop section: its offered rates (default DefaultOpenRates),
+	// each for OpenStep (default 3 s) after a warm-up of OpenWarmUp
+	// (default 1 s) at the first, over OpenTransport (default xdp-unicast;
+	// one of deployed.Transports), once per wait of Waits; the zero-loss
+	// rate it also sweeps when the run's stress section measured none for
+	// the transport and wait (0: none).
+	OpenRates            []int
+	OpenStep, OpenWarmUp time.Duration
+	OpenTransport        string
+	OpenZeroLoss         int
 	// Archive sizes the archive section (its zero value: the defaults).
 	Archive archive.Config
 }
@@ -74,7 +84,7 @@ var DefaultRings = []int{1, 4, 16}
 const procs = 8
 
 // Sections are the parts of a run.
-var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed", "rings", "archive"}
+var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed", "rings", "openloop", "archive"}
 
 func (c *Config) defaults() {
 	if len(c.Transports) == 0 {
@@ -113,6 +123,14 @@ func (c *Config) defaults() {
 	if len(c.RingsWaits) == 0 {
 		c.RingsWaits = deployed.DefaultRingsWaits
 	}
+	if len(c.OpenRates) == 0 {
+		c.OpenRates = DefaultOpenRates
+	}
+	c.OpenStep = cmp(c.OpenStep, 3*time.Second)
+	c.OpenWarmUp = cmp(c.OpenWarmUp, time.Second)
+	if c.OpenTransport == "" {
+		c.OpenTransport = deployed.RingsTransport
+	}
 }
 
 func cmpInt(n, def int) int {
@@ -140,7 +158,8 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	defer r.close()
 	r.dep = deployed.New(&r.owner, r.dir, deployed.Config{Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples,
-		DeployedFor: cfg.DeployedFor, Ringfire: cfg.Ringfire, Trace: cfg.Trace, Rates: cfg.Rates, Stress: cfg.Stress})
+		DeployedFor: cfg.DeployedFor, Ringfire: cfg.Ringfire, Trace: cfg.Trace, Rates: cfg.Rates, Stress: cfg.Stress,
+		OpenStep: cfg.OpenStep, OpenWarmUp: cfg.OpenWarmUp})
 	rep := &report.Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
 	rep.Machine.Procs = runtime.GOMAXPROCS(0)
 	rep.Machine.Stall = measureStall(2 * cfg.Stages)

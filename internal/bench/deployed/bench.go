@@ -20,6 +20,9 @@ type Config struct {
 	// aggregate rates tried, each for Stress.
 	Rates  []int
 	Stress time.Duration
+	// OpenStep and OpenWarmUp are the openloop section's time per offered
+	// rate and its warm-up before the first.
+	OpenStep, OpenWarmUp time.Duration
 }
 
 // Bench measures the sections whose endpoints are processes of their

@@ -2,7 +2,9 @@
 // processes of their own, as a deployment runs them: the deployed
 // section (the ring-to-ring round trip across six processes, or four
 // with a loop per host; the datagram alone; the hand-offs alone) and the
-// rings section (N rings per ringfire run process). Package bench plans
+// rings section (N rings per ringfire run process), and the openloop
+// section (one way at fixed offered rates: a producer, serve and mirror
+// or a run per host, a reader, each a process). Package bench plans
 // the measurements and calls Bench; this package starts the processes
 // (package proc), tells the roles what to do (package role) and turns
 // what they report into report types.
@@ -47,4 +49,5 @@
 //	rings.go           the rings section's hops, run files and processes
 //	rings_roundtrip.go Rings: its two phases, and the round trips
 //	rings_load.go      its zero-loss load and the run processes' counters
+//	openloop.go        OpenLoop: the open loop's processes and its steps
 package deployed

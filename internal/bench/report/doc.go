@@ -12,18 +12,20 @@
 //	                       │◀────────ReadJSON───────┘ (--render)
 //	                       ├─WriteTable──▶ the terminal
 //	                       ├─WriteSVG────▶ docs/bench/latency.svg, throughput.svg
+//	                       │               (and openloop.svg with open-loop figures)
 //	                       └─WriteMarkdown▶ docs/benchmarks.md: method, machine,
 //	                                        charts, per section what it measures
 //	                                        and its tables, the floors, no date
 //
 // Each section (pingpong, stress, stages, fanout, sendcost, deployed,
-// rings, archive) renders as one table per measurement (sections in tables.go);
+// rings, openloop, archive) renders as one table per measurement (sections in tables.go);
 // text and page share those tables, so the terminal and the page agree.
 //
 // # Files
 //
 //	report.go          Report, Machine, the sections' types, Duration
 //	rings.go           the rings section's types
+//	openloop.go        the openloop section's types, the knee
 //	archive.go         the archive section's types
 //	archive_catchup.go its catch-up's types
 //	stall.go           Stall, the machine's own pauses
@@ -32,6 +34,7 @@
 //	tables.go          the sections and their tables
 //	tables_deployed.go the deployed section's tables
 //	tables_rings.go    the rings section's tables
+//	tables_openloop.go the openloop section's tables, its processes' roles
 //	tables_archive.go  the archive section's tables
 //	tables_archive_catchup.go  its catch-up's table
 //	tables_floors.go   the floors gathered in one table
@@ -40,5 +43,6 @@
 //	json.go            WriteJSON, ReadJSON
 //	page.go            WriteMarkdown, the page
 //	page_about.go      the page's fixed text: method, sections, floors
-//	svg*.go            WriteSVG and its two charts
+//	svg*.go            WriteSVG and its charts (svg_openloop.go: the
+//	                   open loop's throughput-latency curve)
 package report

@@ -27,7 +27,7 @@ func (r *Report) WriteMarkdown(w io.Writer, svgDir string) error {
 		fmt.Fprintf(&b, "\nThe run's command:\n\n```sh\n%s\n```\n", r.Command)
 	}
 	b.WriteString("\n## Charts\n")
-	for _, name := range svgNames {
+	for _, name := range r.svgNames() {
 		fmt.Fprintf(&b, "\n![%s](%s)\n", svgAlt[name], path.Join(svgDir, name))
 	}
 	for _, s := range r.sections() {

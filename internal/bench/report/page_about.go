@@ -83,6 +83,25 @@ processes' NAK, gap and retransmission counters (their /metrics) did not
 move. Round trip: one pinger and one echo process for all N rings, polling
 them on a locked thread, with a record in flight on every ring at once and
 then one record in flight in all, ring after ring.`,
+	"openloop": `One-way latency under a fixed offered load, as deployed: a producer
+process (namespace N1) pushes 64-byte records into a ring of 2^20 at each
+rate of --open-rates and at the run's zero-loss rate (the stress section's
+for the same transport and wait when the run measured it, else
+--open-zero-loss), --open-step each after a warm-up of --open-warmup,
+stamping every record with the time as it pushes it; ringfire serve (N1)
+and ringfire mirror (N2) replicate it over --open-transport, or one
+ringfire run per namespace for a loop's wait name; a reader process (N2)
+reads the mirror ring, waiting as the wait says, and records each record's
+one way in an HDR histogram (the namespaces share the clock). Once per
+wait of --waits. Lapped is records the reader never saw (overwritten
+before it got to them, or holes), lost those neither read nor lapped
+within 2 s of the step's end; the sweep stops after the second rate in a
+row with a p99 over 1 s or a record lapped or lost. The knee is the
+highest offered rate up to which every rate kept its one-way p99 at or
+under 1 ms and lost nothing (≥: the top of the sweep); it is set beside
+the zero-loss rate, which says what a mirror receives whole, not how late.
+CPU is utime+stime of /proc/PID/stat of each process over the step and its
+drain.`,
 	"archive": `Package archive as deployed: a producer process pushes 64-byte records
 (ringfire gen's) into a ring of 2^20 at each offered rate of
 --archive-rates for --archive-step, and a recorder process

@@ -14,15 +14,24 @@ import (
 const (
 	latencySVG    = "latency.svg"
 	throughputSVG = "throughput.svg"
+	openLoopSVG   = "openloop.svg"
 )
 
-var (
-	svgNames = []string{latencySVG, throughputSVG}
-	svgAlt   = map[string]string{
-		latencySVG:    "ping-pong round-trip latency percentiles per transport",
-		throughputSVG: "zero-loss records/s per transport",
+var svgAlt = map[string]string{
+	latencySVG:    "ping-pong round-trip latency percentiles per transport",
+	throughputSVG: "zero-loss records/s per transport",
+	openLoopSVG:   "one-way latency p50, p99 and p99.9 against the offered rate, per wait",
+}
+
+// svgNames are the charts of r: latency.svg and throughput.svg, and
+// openloop.svg when r has open-loop figures.
+func (r *Report) svgNames() []string {
+	names := []string{latencySVG, throughputSVG}
+	if len(r.OpenLoop) > 0 {
+		names = append(names, openLoopSVG)
 	}
-)
+	return names
+}
 
 // Chart size in pixels.
 const svgW, svgH = 800, 480
@@ -33,18 +42,19 @@ var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
 	"#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
 // WriteSVG writes latency.svg (ping-pong round-trip percentiles per
-// transport, log scale) and throughput.svg (zero-loss and stress
-// maximum records/s per transport) into dir, creating it if needed,
-// and returns their paths.
+// transport, log scale), throughput.svg (zero-loss and stress maximum
+// records/s per transport) and, when r has open-loop figures,
+// openloop.svg (one-way percentiles against the offered rate) into dir,
+// creating it if needed, and returns their paths.
 func (r *Report) WriteSVG(dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	charts := map[string]string{latencySVG: r.latencySVG(), throughputSVG: r.throughputSVG()}
+	charts := map[string]func() string{latencySVG: r.latencySVG, throughputSVG: r.throughputSVG, openLoopSVG: r.openLoopSVG}
 	var paths []string
-	for _, name := range svgNames {
+	for _, name := range r.svgNames() {
 		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(charts[name]), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte(charts[name]()), 0o644); err != nil {
 			return paths, err
 		}
 		paths = append(paths, p)

@@ -51,26 +51,38 @@ func latencyX(i int) float64 {
 	return latLeft + (float64(i)+0.5)*step
 }
 
-// latencyAxes draws decade gridlines with labels, minor gridlines at
-// 2..9 times each decade, and the percentile labels.
+// latencyAxes draws the grid (latencyGrid) and the percentile labels.
 func latencyAxes(d *svgDoc, s logScale) {
-	for e := s.lo; e <= s.hi; e++ {
-		if e < s.hi {
-			for m := 2; m < 10; m++ {
-				y := s.y(float64(m) * math.Pow10(e))
-				d.line(latLeft, y, latRight, y, "minor")
-			}
-		}
-		y := s.y(math.Pow10(e))
-		d.line(latLeft, y, latRight, y, "grid")
-		d.text(latLeft-8, y+4, "end", "axis", decadeLabel(e))
-	}
-	d.raw(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`+"\n",
-		latLeft, latTop, latRight-latLeft, latBottom-latTop)
+	latencyGrid(d, s)
 	for i, name := range latencyPoints {
 		d.text(latencyX(i), latBottom+20, "middle", "axis", name)
 	}
 	d.text((latLeft+latRight)/2, latBottom+42, "middle", "axis", "percentile")
+}
+
+// latencyGrid draws the plot area's frame and a µs axis on scale s:
+// decade gridlines with labels, minor gridlines at 2..9 times each decade.
+func latencyGrid(d *svgDoc, s logScale) {
+	logGrid(s.lo, s.hi, s.y, func(y float64, class string) { d.line(latLeft, y, latRight, y, class) },
+		func(y, _ float64, e int) { d.text(latLeft-8, y+4, "end", "axis", decadeLabel(e)) })
+	d.raw(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`+"\n",
+		latLeft, latTop, latRight-latLeft, latBottom-latTop)
+}
+
+// logGrid draws the gridlines of a log10 axis of whole decades [10^lo,
+// 10^hi], at maps a value to its pixel: each decade's (class grid,
+// labelled) and, within it, 2..9 times it (class minor).
+func logGrid(lo, hi int, at func(v float64) float64, line func(p float64, class string), label func(p, v float64, e int)) {
+	for e := lo; e <= hi; e++ {
+		if e < hi {
+			for m := 2; m < 10; m++ {
+				line(at(float64(m)*math.Pow10(e)), "minor")
+			}
+		}
+		v := math.Pow10(e)
+		line(at(v), "grid")
+		label(at(v), v, e)
+	}
 }
 
 // latencySeries draws one transport's line and markers, skipping

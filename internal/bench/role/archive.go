@@ -98,6 +98,15 @@ func awaitCmd(cmds <-chan string, gone <-chan struct{}, want string) (string, er
 	}
 }
 
+// readyForCmd says ready and waits (bounded by roleLimit) for the first
+// command.
+func readyForCmd(out *bufio.Writer, cmds <-chan string, gone <-chan struct{}) (string, error) {
+	if err := say(out, LineReady); err != nil {
+		return "", err
+	}
+	return awaitCmd(cmds, gone, "")
+}
+
 func sayResult(out *bufio.Writer, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -119,15 +128,15 @@ func archProducer(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan str
 	for i := range archBatch {
 		synth.Fill(recs[i*s.Record:(i+1)*s.Record], uint64(i)+1, uint64(i))
 	}
-	if err := say(out, LineReady); err != nil {
-		return err
-	}
-	cmd, err := awaitCmd(cmds, gone, "")
+	cmd, err := readyForCmd(out, cmds, gone)
 	if err != nil {
 		return err
 	}
 	if cmd != CmdGo {
-		return archPushes(w, s.Record, cmd, out, cmds, gone)
+		recs := make([]byte, archBatch*s.Record)
+		return pushes(cmd, out, cmds, gone, func(rate uint64, d time.Duration, count uint64) (ProducerResult, error) {
+			return archPush(w, s.Record, recs, rate, d, count)
+		})
 	}
 	var res ProducerResult
 	start := time.Now()
@@ -148,21 +157,30 @@ func archProducer(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan str
 	return awaitGone(gone)
 }
 
-// archPushes runs the producer's "push" commands, the first cmd, until
-// stdin closes.
-func archPushes(w *shm.Writer, size int, cmd string, out *bufio.Writer, cmds <-chan string, gone <-chan struct{}) error {
-	recs := make([]byte, archBatch*size)
-	for {
+// pushes runs a producer's "push" commands, the first cmd, until stdin
+// closes: push pushes rate records/s for d or count records, whichever
+// comes first (0: no bound).
+func pushes(cmd string, out *bufio.Writer, cmds <-chan string, gone <-chan struct{},
+	push func(rate uint64, d time.Duration, count uint64) (ProducerResult, error)) error {
+	return commands(cmd, cmds, gone, func(cmd string) error {
 		var rate, ns, count uint64
 		arg, ok := strings.CutPrefix(cmd, CmdPush)
 		if _, err := fmt.Sscan(arg, &rate, &ns, &count); !ok || err != nil || rate == 0 {
 			return fmt.Errorf("role: producer command %q: want go or push RATE NS COUNT", cmd)
 		}
-		res, err := archPush(w, size, recs, rate, time.Duration(ns), count)
+		res, err := push(rate, time.Duration(ns), count)
 		if err != nil {
 			return err
 		}
-		if err := sayResult(out, res); err != nil {
+		return sayResult(out, res)
+	})
+}
+
+// commands runs handle on cmd and then on each later command, waiting at
+// most cmdLimit for each, until stdin closes.
+func commands(cmd string, cmds <-chan string, gone <-chan struct{}, handle func(cmd string) error) error {
+	for {
+		if err := handle(cmd); err != nil {
 			return err
 		}
 		select {
@@ -178,6 +196,20 @@ func archPushes(w *shm.Writer, size int, cmd string, out *bufio.Writer, cmds <-c
 // archPush pushes rate records/s for d or count records, whichever comes
 // first (0: no bound), each filled for its own sequence.
 func archPush(w *shm.Writer, size int, recs []byte, rate uint64, d time.Duration, count uint64) (ProducerResult, error) {
+	return pacedPush(rate, d, count, func(n uint64) (uint64, error) {
+		next := w.Next()
+		for i := range n {
+			synth.Fill(recs[int(i)*size:int(i+1)*size], next+i, 0)
+		}
+		return w.PushBatch(recs[:int(n)*size], size)
+	})
+}
+
+// pacedPush calls push, which pushes n records (at most archBatch) and
+// returns the last sequence, for the records due at rate records/s, sleeping between the
+// bursts (pace.Sleep), for d or count records, whichever comes first (0:
+// no bound).
+func pacedPush(rate uint64, d time.Duration, count uint64, push func(n uint64) (uint64, error)) (ProducerResult, error) {
 	var res ProducerResult
 	if count == 0 {
 		count = ^uint64(0)
@@ -187,11 +219,7 @@ func archPush(w *shm.Writer, size int, recs []byte, rate uint64, d time.Duration
 		due := min(uint64(el.Seconds()*float64(rate)), count)
 		for res.Pushed < due {
 			n := min(due-res.Pushed, archBatch)
-			next := w.Next()
-			for i := range n {
-				synth.Fill(recs[int(i)*size:int(i+1)*size], next+i, 0)
-			}
-			last, err := w.PushBatch(recs[:int(n)*size], size)
+			last, err := push(n)
 			if err != nil {
 				return res, err
 			}

@@ -1,5 +1,5 @@
 // Package role is what ringfire-bench does when the bench re-executes it
-// as a child process of the deployed, rings or archive section: a pinger that
+// as a child process of the deployed, rings, openloop or archive section: a pinger that
 // times round trips, an echo that sends every record back, or a relay
 // that passes records on. The parent (package deployed) says which in the
 // environment variable Env, as a Spec in JSON; the binary calls FromEnv
@@ -31,6 +31,10 @@
 //	ArchReplayer            each waits for a command on stdin (go, push,
 //	                        or wait N) before it measures, then says
 //	                        result (push and wait any number of times)
+//	OpenProducer,           a producer stamping every record as it pushes
+//	OpenReader              it at a rate, a reader timing each record's
+//	                        one way (openloop section): after ready each
+//	                        takes commands (push, read), any number
 //
 // # Files
 //
@@ -39,5 +43,6 @@
 //	datagram.go  the datagram pinger and echo
 //	rings.go     the N-ring pinger and echo (relay)
 //	copy.go      CopyRecords, one pass of a polling relay
-//	archive.go   the archive producer, recorder and replayer
+//	archive.go   the archive producer, recorder and replayer; the paced push
+//	openloop.go  the open-loop producer and reader
 package role

@@ -106,6 +106,10 @@ func (s Spec) run(stdin io.Reader, stdout io.Writer) error {
 		err = archRecorder(s, out, cmds, gone)
 	case ArchReplayer:
 		err = archReplayer(s, out, cmds, gone)
+	case OpenProducer:
+		err = openProducer(s, out, cmds, gone)
+	case OpenReader:
+		err = openReader(s, out, cmds, gone)
 	default:
 		err = fmt.Errorf("role: unknown role %q", s.Role)
 	}
