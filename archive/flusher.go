@@ -18,13 +18,14 @@ import (
 // the appender waits for one: the disk then sets the pace.
 //
 // Where the filesystem takes O_DIRECT (a flushJob with df), the whole
-// blocks of a buffer are written to df, from the disk's DMA straight out
-// of the buffer: no copy into the page cache and no writeback, which on
-// this machine kind took as much CPU as the recorder's own work
-// (BenchmarkRecord's profile: half its CPU in write(2)). A tail shorter
-// than a block goes through the page cache (f) only when a Flush needs
-// it readable; the Writer keeps it at the head of its next buffer, and
-// the block is written whole, directly, once it fills.
+// blocks of a full buffer are written to df, from the disk's DMA straight
+// out of the buffer: no copy into the page cache and no writeback, which
+// on this machine kind took as much CPU as the recorder's own work
+// (BenchmarkRecord's profile: half its CPU in write(2)). The tail shorter
+// than a block is not written then: the Writer keeps it at the head of
+// its next buffer, and the block is written whole, directly, once it
+// fills. A buffer that a Push or Flush sends before it is full goes
+// through the page cache (f), all of it (see direct).
 //
 // Who wakes whom: the writer's goroutine sends a job on work and takes a
 // buffer from free (waiting when none is there); the flusher's goroutine
@@ -69,10 +70,16 @@ type flushJob struct {
 	tail bool // write b's last partial block too (to f): a Flush wants it readable
 }
 
-// direct is how many bytes of j.b go to j.df: its whole blocks, when the
-// buffer is aligned (one that append grew may not be: it goes to f).
+// direct is how many bytes of j.b go to j.df: the whole blocks of a full
+// buffer. A Push or Flush (tail) goes through the page cache whole: it
+// comes every FlushDelay while the recorder keeps up, and small appending
+// writes with O_DIRECT each allocate blocks and update the file's size
+// through the journal, where the page cache allocates once for many; a
+// recorder waiting on those fell a ring behind under load
+// (TestArchiveCatchup). A buffer that append grew may not be aligned: it
+// goes to f too.
 func (j *flushJob) direct() int {
-	if j.df == nil || !isAligned(j.b) {
+	if j.df == nil || j.tail || !isAligned(j.b) {
 		return 0
 	}
 	return len(j.b) &^ (blockAlign - 1)

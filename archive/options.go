@@ -79,10 +79,11 @@ type Options struct {
 	// this size, or at Flush (1 MiB when 0).
 	BufferSize int
 	// PageCache writes through the page cache even where the filesystem
-	// takes O_DIRECT. By default whole blocks bypass it: the kernel then
-	// copies nothing and writes nothing back, and readers of the segment
-	// being written read the disk. The choice changes no byte on disk and
-	// nothing a crash or power cut loses (Sync says that).
+	// takes O_DIRECT. By default the whole blocks of full buffers bypass
+	// it: the kernel then copies nothing and writes nothing back, and
+	// readers of the segment being written read the disk. The choice
+	// changes no byte on disk and nothing a crash or power cut loses
+	// (Sync says that).
 	PageCache bool
 }
 

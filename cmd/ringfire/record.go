@@ -23,9 +23,9 @@ than the ring behind, DIR holds a gap entry over what it lost, logged and
 counted: nothing is skipped silently. A producer restart (a new ring file at
 RING) starts a new epoch instead of mixing two streams; recording waits for a
 ring that does not exist yet. A record waits at most --flush-delay in the
-write buffer once the recorder caught up. Writes bypass the page cache
-(O_DIRECT, whole blocks) where DIR's filesystem takes it, which halves the
-CPU a record costs on a disk; --page-cache writes through the cache instead
+write buffer once the recorder caught up. Full write buffers bypass the
+page cache (O_DIRECT, whole blocks) where DIR's filesystem takes it, which
+halves the CPU a record costs on a disk; --page-cache writes through the cache instead
 (readers of the newest records then read memory, not the disk); the bytes on
 disk are the same either way. --sync says what a power cut (or a
 kernel crash) can lose; a crash of the recorder alone loses only its write
