@@ -12,31 +12,64 @@ import (
 	"time"
 
 	"github.com/ringfire/ringfire/afpacket"
+	"github.com/ringfire/ringfire/internal/netns"
 )
 
-// The receive ring laps many times: 4 blocks of one page, a few datagrams
-// at a time, every one received once and in order.
+// Each receive ring laps many times, a few datagrams at a time, every one
+// received once and in order: a frame ring of 8 frames (4 blocks of one
+// page, 2048-byte frames), a block ring of 4 blocks of one page.
 func TestReceiveLaps(t *testing.T) {
-	r := newRig(t, afpacket.Config{BlockSize: 4096, Blocks: 4})
+	for _, c := range []struct {
+		name     string
+		ring     afpacket.RXRing
+		per      int    // datagrams a round
+		released uint64 // Stats.RXBlocks at least
+	}{
+		{"frames", afpacket.FrameRing, 5, 0},   // 5 of 8 frames a round
+		{"blocks", afpacket.BlockRing, 10, 16}, // 10 × 300 bytes: a block or so a round
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, afpacket.Config{RX: c.ring, BlockSize: 4096, Blocks: 4})
+			dst := netip.AddrPortFrom(r.p.BAddr, port)
+			const rounds = 150
+			for i := range rounds {
+				r.sendKernel(t, dst, i*c.per, c.per, 300)
+				got := r.receive(t, c.per)
+				want := make([]uint32, c.per)
+				for j := range want {
+					want[j] = uint32(i*c.per + j)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("round %d: got %v, want %v", i, got, want)
+				}
+			}
+			st, err := r.sock.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.RXFrames != uint64(rounds*c.per) || st.RXBlocks < c.released || st.Drops != 0 {
+				t.Errorf("stats %+v: want %d frames, ≥ %d blocks released, no drops", st, rounds*c.per, c.released)
+			}
+		})
+	}
+}
+
+// A frame ring hands each frame over as soon as the kernel has written
+// it: one datagram wakes the poller and is received at once, however long
+// the BlockTimeout (which only a block ring's blocks wait for).
+func TestFrameHandedOverAlone(t *testing.T) {
+	r := newRig(t, afpacket.Config{BlockTimeout: time.Hour})
 	dst := netip.AddrPortFrom(r.p.BAddr, port)
-	const rounds, per = 150, 10 // 10 × 300 bytes: one block or so a round
-	for i := range rounds {
-		r.sendKernel(t, dst, i*per, per, 300)
-		got := r.receive(t, per)
-		want := make([]uint32, per)
-		for j := range want {
-			want[j] = uint32(i*per + j)
+	frames := make([][]byte, 4)
+	for i := range 3 {
+		r.sendKernel(t, dst, i, 1, 64)
+		if ok, err := r.poll.WaitFor(wait, nil); !ok || err != nil {
+			t.Fatalf("datagram %d: WaitFor %v, %v: the ring did not hand it over", i, ok, err)
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("round %d: got %v, want %v", i, got, want)
+		if n := r.sock.Receive(frames); n != 1 || r.sock.Filling() {
+			t.Fatalf("datagram %d: received %d frames (Filling %v), want 1 (false)", i, n, r.sock.Filling())
 		}
-	}
-	st, err := r.sock.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.RXFrames != rounds*per || st.RXBlocks < 4*4 || st.Drops != 0 {
-		t.Errorf("stats %+v: want %d frames, blocks lapping the ring (≥ 16), no drops", st, rounds*per)
+		r.sock.Release()
 	}
 }
 
@@ -109,16 +142,26 @@ func TestFilterPassesOnlyOurFlow(t *testing.T) {
 }
 
 // A ring nobody empties fills: the kernel drops what does not fit and
-// counts it, and the queue freezes.
+// counts it; a block ring's queue freezes.
 func TestStatsDropsAndFreezes(t *testing.T) {
-	r := newRig(t, afpacket.Config{BlockSize: 4096, Blocks: 2})
+	for _, c := range []struct {
+		name   string
+		ring   afpacket.RXRing
+		freeze bool
+	}{{"frames", afpacket.FrameRing, false}, {"blocks", afpacket.BlockRing, true}} {
+		t.Run(c.name, func(t *testing.T) { testDrops(t, c.ring, c.freeze) })
+	}
+}
+
+func testDrops(t *testing.T, ring afpacket.RXRing, freeze bool) {
+	r := newRig(t, afpacket.Config{RX: ring, BlockSize: 4096, Blocks: 2})
 	const n = 300
 	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, n, 500)
 	// The stack delivers the datagrams on its own time: wait until the
 	// kernel has counted all of them.
 	st := r.statsUntil(t, func(st afpacket.Stats) bool { return st.Packets >= n })
-	if st.Packets != n || st.Drops == 0 || st.Drops >= n || st.Freezes == 0 {
-		t.Fatalf("stats %+v: want %d packets, some (not all) dropped, a freeze", st, n)
+	if st.Packets != n || st.Drops == 0 || st.Drops >= n || (st.Freezes != 0) != freeze {
+		t.Fatalf("stats %+v: want %d packets, some (not all) dropped, a freeze: %v", st, n, freeze)
 	}
 	got := r.receive(t, n-int(st.Drops))
 	if int(st.Drops)+len(got) != n {
@@ -136,7 +179,7 @@ func TestStatsDropsAndFreezes(t *testing.T) {
 	}
 	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, 1, 10)
 	if got := r.receive(t, 1); len(got) != 1 {
-		t.Fatalf("after the freeze, got %v", got)
+		t.Fatalf("after the ring filled, got %v", got)
 	}
 }
 
@@ -188,26 +231,53 @@ func TestWait(t *testing.T) {
 	}
 }
 
-// Receive, Release, ReserveTX, TXFrame and SubmitTX do not allocate.
+// Receive, Release, ReserveTX, TXFrame and SubmitTX do not allocate, on
+// either receive ring.
 func TestNoAllocs(t *testing.T) {
-	r := newRig(t, afpacket.Config{})
-	listen(t, r.p.A, netip.AddrPortFrom(r.p.AAddr, port))
-	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, 100, 64)
-	tmpl := r.template(t)
-	frames := make([][]byte, 4)
-	payload := make([]byte, 64)
-	lens := make([]int, 1)
-	if a := testing.AllocsPerRun(50, func() {
-		r.sock.Receive(frames)
-		r.sock.Release()
-		if r.sock.ReserveTX(1) == 1 {
-			lens[0] = tmpl.Build(r.sock.TXFrame(0), payload, 1)
-			if err := r.sock.SubmitTX(lens); err != nil {
-				t.Fatal(err)
-			}
+	for _, ring := range []afpacket.RXRing{afpacket.FrameRing, afpacket.BlockRing} {
+		r := newRig(t, afpacket.Config{RX: ring, BlockTimeout: time.Millisecond})
+		listen(t, r.p.A, netip.AddrPortFrom(r.p.AAddr, port))
+		r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 0, 100, 64)
+		if _, err := r.poll.WaitFor(wait, nil); err != nil {
+			t.Fatal(err)
 		}
-	}); a != 0 {
-		t.Errorf("%v allocations per receive and send", a)
+		tmpl := r.template(t)
+		frames := make([][]byte, 4)
+		payload := make([]byte, 64)
+		lens := make([]int, 1)
+		received := 0
+		if a := testing.AllocsPerRun(50, func() {
+			received += r.sock.Receive(frames)
+			r.sock.Release()
+			if r.sock.ReserveTX(1) == 1 {
+				lens[0] = tmpl.Build(r.sock.TXFrame(0), payload, 1)
+				if err := r.sock.SubmitTX(lens); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}); a != 0 || received == 0 {
+			t.Errorf("ring %d: %v allocations per receive and send, %d frames received (want some)", ring, a, received)
+		}
+	}
+}
+
+// A frame ring's frames hold a frame of the interface's MTU: a datagram
+// of 8000 bytes arrives whole over a link of MTU 9000.
+func TestFrameRingHoldsMTU(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	for _, side := range []struct {
+		ns     *netns.NS
+		ifname string
+	}{{p.A, p.AIf}, {p.B, p.BIf}} {
+		if _, err := side.ns.Exec("ip", "link", "set", "dev", side.ifname, "mtu", "9000"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := openRig(t, p, afpacket.Config{})
+	r.sendKernel(t, netip.AddrPortFrom(r.p.BAddr, port), 42, 1, 8000)
+	if got := r.receive(t, 1); !slices.Equal(got, []uint32{42}) {
+		t.Fatalf("got %v, want [42]", got)
 	}
 }
 
@@ -220,6 +290,8 @@ func TestConfigErrors(t *testing.T) {
 		{afpacket.Config{Blocks: 1}, "blocks"},
 		{afpacket.Config{TXFrames: 100}, "TX frames"},
 		{afpacket.Config{FrameSize: 1024}, "frame size"},
+		{afpacket.Config{RXFrameSize: 3000}, "RX frame size"},
+		{afpacket.Config{RX: 2}, "RX ring kind"},
 	} {
 		if _, err := afpacket.Open(1, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Open(%+v): %v, want it to mention %q", c.cfg, err, c.want)
@@ -233,7 +305,7 @@ func TestConfigErrors(t *testing.T) {
 // holding an earlier header.
 func TestFilling(t *testing.T) {
 	// The block retires only when full: its timer is far beyond the test.
-	r := newRig(t, afpacket.Config{BlockSize: 4096, Blocks: 4, BlockTimeout: time.Hour})
+	r := newRig(t, afpacket.Config{RX: afpacket.BlockRing, BlockSize: 4096, Blocks: 4, BlockTimeout: time.Hour})
 	dst := netip.AddrPortFrom(r.p.BAddr, port)
 	if r.sock.Filling() || r.sock.Readable() {
 		t.Fatalf("empty ring: Filling %v, Readable %v", r.sock.Filling(), r.sock.Readable())

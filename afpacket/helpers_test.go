@@ -33,12 +33,18 @@ type rig struct {
 	poll *afpacket.Poller
 }
 
-// newRig opens a socket on B's veth with cfg; a nil filter gets one for
-// B:port.
+// newRig opens a socket on B's veth of a new pair with cfg; a nil filter
+// gets one for B:port.
 func newRig(t testing.TB, cfg afpacket.Config) *rig {
 	t.Helper()
 	netns.Require(t)
-	r := &rig{p: netns.NewPair(t)}
+	return openRig(t, netns.NewPair(t), cfg)
+}
+
+// openRig is newRig on the pair p.
+func openRig(t testing.TB, p *netns.Pair, cfg afpacket.Config) *rig {
+	t.Helper()
+	r := &rig{p: p}
 	if cfg.Filter == nil {
 		f, err := afpacket.UDPFilter(r.p.BAddr, port)
 		if err != nil {

@@ -7,10 +7,10 @@ import (
 	"github.com/ringfire/ringfire/internal/netpoll"
 )
 
-// Poller waits until a socket's receive ring has a block for user space,
+// Poller waits until a socket's receive ring has frames for user space,
 // parking the goroutine in Go's network poller (not a thread in a blocking
-// syscall): the kernel signals the socket readable when it hands a block
-// over. The socket is in Go's poller only while a goroutine waits (see
+// syscall): the kernel signals the socket readable when it hands a frame
+// (frame ring) or a block (block ring) over. The socket is in Go's poller only while a goroutine waits (see
 // netpoll.Poller).
 type Poller struct {
 	p *netpoll.Poller

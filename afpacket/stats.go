@@ -20,7 +20,7 @@ type kernelStats struct{ packets, drops, freezes uint64 }
 // Stats counts a socket's traffic.
 type Stats struct {
 	RXFrames, RXBytes uint64 // handed out by Receive
-	RXBlocks          uint64 // blocks given back by Release
+	RXBlocks          uint64 // blocks of a BlockRing given back by Release
 	// From PACKET_STATISTICS: Packets passed the filter (including the
 	// dropped ones), Drops found no room in the ring, Freezes counts the
 	// times every block was held by user space.
@@ -36,7 +36,7 @@ type Stats struct {
 // goroutine while the socket is open.
 func (s *Socket) Stats() (Stats, error) {
 	st := Stats{
-		RXFrames: s.rx.frames.load(), RXBytes: s.rx.bytes.load(), RXBlocks: s.rx.blocks.load(),
+		RXFrames: s.rx.frames.load(), RXBytes: s.rx.bytes.load(), RXBlocks: s.rx.released.load(),
 		TXFrames: s.tx.frames.load(), TXBytes: s.tx.bytes.load(), Kicks: s.tx.kicks.load(),
 		TXFull: s.tx.full.load(), TXRetries: s.tx.retries.load(),
 	}

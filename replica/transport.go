@@ -72,8 +72,9 @@ type Peeker interface {
 
 // Withholder is a Transport that can tell, after a RecvBatch that
 // returned everything it could, that more datagrams have reached this host
-// which it cannot return yet: AF_PACKET's receive ring hands frames over a
-// block at a time, when the block is full or its retire timer fires. A
+// which it cannot return yet: AF_PACKET's block receive ring (not the
+// default frame ring, which withholds nothing) hands frames over a block
+// at a time, when the block is full or its retire timer fires. A
 // mirror then does not NAK a hole that only a heartbeat shows, whose
 // datagrams may be among them, until they are returned or NakRepeat has
 // passed.

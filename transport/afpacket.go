@@ -25,9 +25,11 @@ type AFPacketConfig struct {
 }
 
 // AFPacket is a replica.Transport over an AF_PACKET socket of its own: a
-// TPACKET_V3 receive ring whose socket filter passes only the transport's
-// flow (its port, and its address or group), and a TPACKET_V2 transmit
-// ring that bypasses the qdisc. Several transports of a process on one
+// receive ring whose socket filter passes only the transport's flow (its
+// port, and its address or group), by default a TPACKET_V2 frame ring
+// that hands each datagram over as it arrives (Socket.RX chooses a
+// TPACKET_V3 block ring instead), and a TPACKET_V2 transmit ring that
+// bypasses the qdisc. Several transports of a process on one
 // interface each have their own socket; they share nothing.
 //
 // AF_PACKET taps the stack without steering: every datagram the ring
@@ -170,16 +172,16 @@ func (a *AFPacket) Stats() (AFPacketStats, error) {
 	return st, err
 }
 
-// PollFDs is the receive ring's socket: a retired block makes it readable
-// (see replica.Pollable).
+// PollFDs is the receive ring's socket: a frame (a block, for a block
+// ring) handed over makes it readable (see replica.Pollable).
 func (a *AFPacket) PollFDs() []int { return []int{a.sock.FD()} }
 
 // OnArrival does nothing: nothing but the kernel fills the ring.
 func (a *AFPacket) OnArrival(func()) {}
 
 // Withheld reports whether datagrams have arrived that RecvBatch cannot
-// return yet: frames in the receive block the kernel is still filling
-// (see replica.Withholder).
+// return yet: frames in the receive block the kernel is still filling, for
+// a block ring; a frame ring withholds nothing (see replica.Withholder).
 func (a *AFPacket) Withheld() bool {
 	a.recvMu.Lock()
 	defer a.recvMu.Unlock()

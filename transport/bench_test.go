@@ -3,9 +3,9 @@ package transport_test
 // BenchmarkPingPong: the round trip of one 64-byte datagram between two
 // namespaces over one veth pair, through each datagram path the replica
 // layer can use (kernel UDP, AF_XDP, AF_PACKET; and TCP for reference), in
-// the same run. AF_PACKET's TPACKET_V3 receive ring hands a block over when
-// its 1 ms retire timer fires (a lone datagram never fills one), so its
-// round trip is about two timer periods. One op is one
+// the same run. AF_PACKET's receive ring hands each frame over as the
+// kernel writes it (TPACKET_V2, the default; the TPACKET_V3 block ring
+// waited for its 1 ms retire timer). One op is one
 // round trip: A sends, B's echo goroutine receives and sends back, A
 // receives. Percentiles come from an HDR histogram of every op.
 //

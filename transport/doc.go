@@ -55,8 +55,9 @@
 //	               ▲──────────────────────────────────────────────────────────────┘
 //
 // An AF_PACKET transport (AFPacket) needs no XDP program and shares
-// nothing: each has its own TPACKET_V3 receive ring behind a socket filter
-// matching its flow, and its own TPACKET_V2 transmit ring. Frames are
+// nothing: each has its own receive ring (TPACKET_V2 frames, handed over
+// one by one, by default) behind a socket filter matching its flow, and
+// its own TPACKET_V2 transmit ring. Frames are
 // built and parsed by internal/pkt, next hops resolved by internal/neigh,
 // headers cached per destination exactly as for AF_XDP (routes). AF_PACKET
 // taps rather than steers, so the kernel UDP socket that holds its port

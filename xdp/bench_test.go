@@ -63,8 +63,8 @@ var blastSizes = []int{64, replica.DefaultMTU}
 //   - transport-spin: the same, the receiver polling (wait 0), as a
 //     mirror with Spin does.
 //   - afpacket, afpacket-spin: the same over transport.AFPacket
-//     (a TPACKET_V2 TX ring with qdisc bypass to a TPACKET_V3 RX ring
-//     behind a socket filter), no XDP program anywhere.
+//     (a TPACKET_V2 TX ring with qdisc bypass to a TPACKET_V2 RX frame
+//     ring behind a socket filter), no XDP program anywhere.
 func BenchmarkBlast(b *testing.B) {
 	kinds := []struct {
 		name string
