@@ -60,7 +60,7 @@ func (ss *session) readLoop(ctx context.Context, br *bufio.Reader) error {
 		// is left for the mirror's repeat of the NAK.
 		for seq := max(first, answered+1); seq <= last; {
 			from := seq
-			buf, seq, err = ss.sendPaced(nf, buf, seq, last, true, ss.write, pace, hs)
+			buf, seq, err = ss.sendPaced(nf, buf, seq, last, true, ss.writeFrames, pace, hs)
 			if seq > from {
 				answered = seq - 1
 			}

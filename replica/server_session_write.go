@@ -133,7 +133,7 @@ func (ss *session) writeLoop(ctx context.Context) error {
 			}
 			trace.Stamp(trace.Sending, ss.cursor)
 			var err error
-			ss.buf, ss.cursor, err = ss.sendPaced(ss.feed, ss.buf, ss.cursor, to, false, ss.write, p, ss.hist)
+			ss.buf, ss.cursor, err = ss.sendPaced(ss.feed, ss.buf, ss.cursor, to, false, ss.writeFrames, p, ss.hist)
 			if errors.Is(err, errRepairLater) {
 				ss.sleep(ctx, repairQueue, false) // the budget refills; the mirror hears a heartbeat
 				err = ss.heartbeatIfIdle(ss.sent.Load())

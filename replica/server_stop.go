@@ -207,7 +207,7 @@ func (ss *session) finish(ctx context.Context) error {
 func (ss *session) sendUpTo(ctx context.Context, to uint64) error {
 	for ss.cursor <= to && ctx.Err() == nil {
 		var err error
-		if ss.buf, ss.cursor, err = ss.sendPaced(ss.feed, ss.buf, ss.cursor, to, false, ss.write, nil, ss.hist); err != nil {
+		if ss.buf, ss.cursor, err = ss.sendPaced(ss.feed, ss.buf, ss.cursor, to, false, ss.writeFrames, nil, ss.hist); err != nil {
 			return err
 		}
 	}
