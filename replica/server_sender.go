@@ -154,6 +154,9 @@ var hotWait = shm.SpinSchedYield(0)
 // publishes until the woken sender runs (idle.HotYieldFor says more).
 func (sn *sender) await(target uint64, d time.Duration) {
 	r := sn.s.ring
+	if r.WriteSeq() >= target { // more to send: no wait, and the stretch of work goes on
+		return
+	}
 	if sn.adaptive && sn.s.udp != nil {
 		now := time.Now()
 		sn.duty.Rest(now)
