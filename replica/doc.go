@@ -48,8 +48,9 @@
 // Three things wait, under three names:
 //
 //	WaitMode          how a hot loop (a sender, a mirror's run loop, a Loop) idles when
-//	                  a poll found nothing: adaptive (sched_yield for a while, then block;
-//	                  it does not spin), block, yield, spin. ServerConfig.Wait,
+//	                  a poll found nothing: adaptive (sched_yield for a while, longer
+//	                  while hot under load, idle.Duty; then block; it does not spin),
+//	                  block, yield, spin. ServerConfig.Wait,
 //	                  MirrorConfig.Wait, LoopConfig.Wait; wait.go, internal/idle.
 //	AwaitApplied      Server.AwaitApplied blocks its caller until n mirrors have applied a
 //	                  sequence, like Redis WAIT (server_await.go; Server.Wait is its

@@ -110,6 +110,11 @@ type member interface {
 	// sleep is called before the loop sleeps for at most max (Run's
 	// goroutine).
 	sleep(max time.Duration)
+	// pending reports work that no descriptor shows and whoever queued
+	// it wakes the loop for (a mirror's queued TCP frame): just before
+	// the loop sleeps (it turns again instead), and after a sleep that
+	// ran to its bound (a lost wake-up: idle.Stats.PendingSleeps).
+	pending() bool
 }
 
 // NewLoop makes a Loop; it polls nothing until Run.
@@ -124,6 +129,7 @@ func NewLoop(cfg LoopConfig) (*Loop, error) {
 	l := &Loop{cfg: cfg, waker: w}
 	l.idler = idle.NewIdler(idle.Strategy{Mode: cfg.Wait}, w)
 	l.idler.OnSleep(l.armSleepers)
+	l.idler.OnPending(l.pending)
 	l.set.Store(new([]member))
 	return l, nil
 }
@@ -221,6 +227,17 @@ func (l *Loop) armSleepers(max time.Duration) {
 		m.sleep(max)
 	}
 	l.publishWait()
+}
+
+// pending is the Idler's OnPending: a member of the set the loop last
+// turned through has work no descriptor shows.
+func (l *Loop) pending() bool {
+	for _, m := range l.sleeping {
+		if m.pending() {
+			return true
+		}
+	}
+	return false
 }
 
 // publishWait copies the Idler's counts for Stats (Run's goroutine).

@@ -128,3 +128,9 @@ func (mm *mirrorMember) due(now time.Time) time.Duration {
 func (mm *mirrorMember) fds() []int { return mm.pollFD }
 
 func (mm *mirrorMember) sleep(time.Duration) {}
+
+// pending: the TCP reader queued a frame or its error (it notifies the
+// loop's Waker after queueing).
+func (mm *mirrorMember) pending() bool {
+	return mm.err == nil && (len(mm.c.frames) > 0 || len(mm.c.errc) > 0)
+}

@@ -148,6 +148,11 @@ func (m *serverMember) sleep(max time.Duration) {
 	}
 }
 
+// pending is false: a record published since the turn is the ring
+// watcher's to report (armed just before the loop sleeps, it notifies the
+// Waker at once), not a wake-up someone lost.
+func (m *serverMember) pending() bool { return false }
+
 // ringWatch sleeps on a served ring's futex while its Loop sleeps, and
 // notifies the loop when the ring reaches the target (or its sleep ran to
 // its bound). Armed by the loop's goroutine before each of its sleeps; it

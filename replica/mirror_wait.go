@@ -43,7 +43,17 @@ func (m *Mirror) newWaiting() error {
 	}
 	m.waker = w
 	m.idler = idle.NewIdler(idle.Strategy{Mode: m.cfg.Wait}, w)
+	m.idler.OnPending(m.queued)
 	return nil
+}
+
+// queued reports whether the TCP reader has queued a frame or its error,
+// which no descriptor of the loop shows (the reader notifies the Waker
+// after queueing): the Idler's OnPending. A sleep that ran to its bound
+// with one queued lost its wake-up (WaitStats.PendingSleeps).
+func (m *Mirror) queued() bool {
+	c := m.c
+	return c != nil && (len(c.frames) > 0 || len(c.errc) > 0)
 }
 
 // notify wakes Run's loop (a no-op while it does not sleep).

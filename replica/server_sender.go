@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringfire/ringfire/internal/idle"
@@ -55,12 +56,20 @@ type sender struct {
 	// idle.BusyYieldEvery of that, as a Loop does.
 	hold idle.Hold
 	held bool
+	// duty is the sender's share of time spent sending (adaptive only,
+	// with a datagram transport): a hot sender yields for
+	// idle.HotYieldFor before its ring wait proper (await).
+	duty     idle.Duty
+	adaptive bool
+	// hotWaits counts the waits begun hot (added by the sender's
+	// goroutine, loaded by Stats).
+	hotWaits atomic.Uint64
 }
 
 func newSender(s *Server) *sender {
 	sn := &sender{s: s, feed: newFeed(s.ring), mtu: s.mtu, next: s.lastSent.Load() + 1,
 		frames: make([][]byte, sendFrames), firsts: make([]uint64, sendFrames), ws: ringWait(s.cfg.Wait),
-		held:    s.cfg.Wait.Yields(),
+		held: s.cfg.Wait.Yields(), adaptive: s.cfg.Wait == WaitAdaptive,
 		hbEvery: udpHeartbeat, hb: make([]byte, wire.HeaderSize, wire.HeaderSize+max(auth.Overhead, wire.TrailerSize))}
 	for i := range sn.frames {
 		sn.frames[i] = make([]byte, 0, MaxMTU)
@@ -99,7 +108,11 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 		var now time.Time // the round's time: a TCP-only sender reads none
 		if s.udp != nil {
 			now = time.Now()
+			before := sn.next
 			target = sn.round(now)
+			if sn.adaptive && sn.next != before {
+				sn.duty.Work(now)
+			}
 		} else {
 			target = s.ring.WriteSeq() + 1
 		}
@@ -119,13 +132,44 @@ func (s *Server) sendLoop(ctx context.Context, sn *sender) {
 			switch {
 			case !handed:
 				s.senderWaits.Add(1)
-				s.ring.Await(target, sn.ws, d)
+				sn.await(target, d)
 			case s.ring.WriteSeq() < target: // else a Handoff missed the lock: go again
 				s.senderWaits.Add(1)
 				sn.hand.sleep(d)
 			}
 		}
 	}
+}
+
+// hotWait is the ring wait of a hot adaptive sender: sched_yield between
+// polls, as WaitYield's.
+var hotWait = shm.SpinSchedYield(0)
+
+// await waits until the ring reaches target, at most d. An adaptive
+// sender that is hot (idle.Duty: it has been sending for at least
+// 1/idle.HotShare of its time) first yields between polls for up to
+// idle.HotYieldFor, as the mirror's loop does, instead of reaching its
+// futex sleep after senderYields polls: a sleep between the bursts of a
+// steady stream costs the producer a FUTEX_WAKE for every record it
+// publishes until the woken sender runs (idle.HotYieldFor says more).
+func (sn *sender) await(target uint64, d time.Duration) {
+	r := sn.s.ring
+	if r.WriteSeq() >= target { // more to send: no wait, and the stretch of work goes on
+		return
+	}
+	if sn.adaptive && sn.s.udp != nil {
+		now := time.Now()
+		sn.duty.Rest(now)
+		if sn.duty.Hot() {
+			sn.hotWaits.Add(1)
+			hot := min(d, idle.HotYieldFor)
+			if r.Await(target, hotWait, hot) || hot == d {
+				return
+			}
+			d -= hot
+		}
+	}
+	r.Await(target, sn.ws, d)
 }
 
 // yieldIfHeld keeps the sender's Hold after a round at now (zero: the

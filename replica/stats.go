@@ -102,6 +102,11 @@ type ServerStats struct {
 	// sleeps until its next heartbeat); HandedWakeups the sleeps a Handoff
 	// cut short because data brought the heartbeat nearer.
 	HandedSleeps, HandedWakeups uint64
+	// SenderHotWaits counts the adaptive sender's waits, among
+	// SenderWaits, begun hot (idle.Duty: it had been sending for at least
+	// 1/idle.HotShare of its time): it yielded between polls for up to
+	// idle.HotYieldFor before its futex sleep, as WaitYield does.
+	SenderHotWaits uint64
 	// Refused counts connections refused, or dropped before they were
 	// live, for a limit: every RefusalKind. AcceptErrors counts the
 	// accepts that failed for want of file descriptors or memory (Serve
@@ -203,6 +208,7 @@ func (s *Server) Stats() ServerStats {
 	s.refusalStats(&out)
 	if sn := s.sender.Load(); sn != nil {
 		out.HandedSleeps, out.HandedWakeups = sn.hand.sleeps.Load(), sn.hand.wakeups.Load()
+		out.SenderHotWaits = sn.hotWaits.Load()
 	}
 	if s.udp != nil {
 		out.Transport = TransportName(s.udp)

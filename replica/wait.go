@@ -17,8 +17,9 @@ import (
 //
 //	WaitAdaptive  the default: yield with sched_yield for a while (a
 //	              mirror or a Loop for idle.DefaultYieldFor, the sender
-//	              for senderYields polls), then block; it does not spin
-//	              (idle.DefaultSpinFor is 0)
+//	              for senderYields polls; each for idle.HotYieldFor while
+//	              hot, its work filling 1/idle.HotShare of its time), then
+//	              block; it does not spin (idle.DefaultSpinFor is 0)
 //	WaitBlock     sleep in the kernel: the sender on the ring's futex, the
 //	              mirror in ppoll(2) on its transport's descriptors and on
 //	              an eventfd its TCP reader writes when it queues a frame

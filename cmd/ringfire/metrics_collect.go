@@ -98,6 +98,7 @@ func newCollector(set *unitSet) *collector {
 		{"session_kicks", "Wake-ups of the TCP session writers through the wake relay.", func(s replica.ServerStats) uint64 { return s.SessionKicks }},
 		{"sender_waits", "Times the sender waited (for the ring, or asleep once handed its records).", func(s replica.ServerStats) uint64 { return s.SenderWaits }},
 		{"sender_busy_yields", "Times the sender yielded its CPU after finding records for 20 µs without waiting.", func(s replica.ServerStats) uint64 { return s.SenderBusyYields }},
+		{"sender_hot_waits", "Adaptive sender's waits begun hot (sending for at least an eighth of its time): it yielded up to 2 ms before sleeping.", func(s replica.ServerStats) uint64 { return s.SenderHotWaits }},
 		{"handed_sleeps", "A hub's sender's sleeps once its records come by hand-off (it no longer watches the ring).", func(s replica.ServerStats) uint64 { return s.HandedSleeps }},
 		{"handed_wakeups", "Sleeps of a hub's sender that a hand-off cut short (data brought the heartbeat nearer).", func(s replica.ServerStats) uint64 { return s.HandedWakeups }},
 		{"refused_connections", "Connections closed for a protocol error.", func(s replica.ServerStats) uint64 { return s.BadFrames }},
@@ -173,6 +174,9 @@ func (c *collector) addLocal() {
 	})
 	loc("source_silent_total", "Connections ended because the source sent nothing for --source-timeout.", k, func(s replica.MirrorStats) float64 { return float64(s.SourceSilent) })
 	loc("ring_cuts_total", "Sessions ended because the mirror ring's file was cut under its mapping; the next starts a fresh ring.", k, func(s replica.MirrorStats) float64 { return float64(s.RingCuts) })
+	loc("wait_sleeps_total", "Sleeps (ppoll) of the mirror's loop after fruitless rounds.", k, func(s replica.MirrorStats) float64 { return float64(s.Wait.Sleeps) })
+	loc("wait_hot_yields_total", "Adaptive yields past the yield phase because the mirror's loop was hot (it would have slept).", k, func(s replica.MirrorStats) float64 { return float64(s.Wait.HotYields) })
+	loc("wait_pending_sleeps_total", "Sleeps of the mirror's loop that ran to their bound with a TCP frame queued (a lost wake-up). Should stay 0.", k, func(s replica.MirrorStats) float64 { return float64(s.Wait.PendingSleeps) })
 	loc("dropped_total", "Datagrams dropped: malformed, other session, foreign, far ahead, bad tag, replayed.", k, func(s replica.MirrorStats) float64 {
 		return float64(s.Malformed + s.OtherSession + s.Foreign + s.FarAhead + s.BadAuth + s.Replayed)
 	})

@@ -295,3 +295,32 @@ func TestHold(t *testing.T) {
 		t.Fatalf("yielded after Gave started the count again (%d yields)", h.Yields())
 	}
 }
+
+// Work queued that no descriptor shows (OnPending) keeps the loop from
+// sleeping when found before the sleep (the notify is on its way:
+// Skipped), and a sleep that ran to its bound with work queued is counted
+// as a lost wake-up (PendingSleeps).
+func TestPendingSleeps(t *testing.T) {
+	w := newWaker(t)
+	d := NewIdler(Strategy{Mode: Block}, w)
+	queued := true
+	d.OnPending(func() bool { return queued })
+	d.Round()
+	d.Idle(time.Hour)
+	if st := d.Stats(); st.Skipped != 1 || st.Sleeps != 0 || st.PendingSleeps != 0 {
+		t.Fatalf("stats %+v: want the sleep skipped for queued work", st)
+	}
+	calls := 0
+	d.OnPending(func() bool { calls++; return calls > 1 }) // queued during the sleep, nobody notified
+	d.Round()
+	d.Idle(time.Millisecond)
+	if st := d.Stats(); st.Sleeps != 1 || st.Timeouts != 1 || st.PendingSleeps != 1 {
+		t.Fatalf("stats %+v: want one timed-out sleep counted as pending", st)
+	}
+	d.OnPending(func() bool { return false })
+	d.Round()
+	d.Idle(time.Millisecond)
+	if st := d.Stats(); st.Timeouts != 2 || st.PendingSleeps != 1 {
+		t.Fatalf("stats %+v: a sleep with nothing queued counted as pending", st)
+	}
+}

@@ -23,6 +23,14 @@ type Stats struct {
 	// BusyYields counts the sched_yield calls of a loop that had found
 	// work for BusyYieldEvery without giving up its CPU (Yield, Adaptive).
 	BusyYields uint64
+	// HotYields counts the yields of Adaptive past YieldFor because the
+	// loop was hot (Duty): without them, it would have slept.
+	HotYields uint64
+	// PendingSleeps counts the sleeps that ran to their bound with work
+	// queued that no descriptor shows (OnPending: a TCP frame the
+	// mirror's reader queued): the loop slept with work pending because
+	// whoever queued it did not wake it. It should stay zero.
+	PendingSleeps uint64
 }
 
 // Idler is one loop's waiting state. It is used by that loop's goroutine
@@ -34,11 +42,23 @@ type Idler struct {
 	gen   uint64        // w.gen at the last Round
 	since time.Time     // first fruitless poll since work (zero: working)
 	hold  Hold          // how long the loop has held its CPU with work
+	duty  Duty          // Adaptive: the loop's share of work, for its hot phase
 	now   func() time.Time
 	st    Stats
 	// onSleep, when set (OnSleep), is called before each ppoll.
 	onSleep func(max time.Duration)
+	// pending, when set (OnPending), reports work no descriptor shows.
+	pending func() bool
 }
+
+// OnPending sets f to be called, on the loop's goroutine, just before
+// each sleep and after one that ran to its bound: it reports whether the
+// loop's sources hold work that no descriptor of the loop shows (queued
+// by another goroutine, which notifies the Waker after queueing). Work
+// found before a sleep skips it (counted in Skipped: the notify is on
+// its way); work found after a whole sleep was a lost wake-up
+// (PendingSleeps).
+func (d *Idler) OnPending(f func() bool) { d.pending = f }
 
 // OnSleep sets f to be called, on the loop's goroutine, each time Idle is
 // about to sleep, with the sleep's bound: a loop with work that no
@@ -84,6 +104,9 @@ func (d *Idler) Busy(now time.Time) {
 	if d.s.Mode.Yields() {
 		d.hold.Busy(now)
 	}
+	if d.s.Mode == Adaptive {
+		d.duty.Work(now)
+	}
 }
 
 // Stats returns the counts so far.
@@ -108,13 +131,22 @@ func (d *Idler) IdleAt(now time.Time, max time.Duration) {
 	case Yield:
 		d.st.Yields++
 		schedYield()
+	case hotYield:
+		d.st.Yields++
+		d.st.HotYields++
+		schedYield()
 	default:
 		d.sleep(max)
 	}
 }
 
+// hotYield is Adaptive's phase past YieldFor in a hot loop (Duty): a
+// yield that a cold loop would have slept instead of.
+const hotYield Mode = 255
+
 // phase is what this fruitless round does: the mode itself, or Adaptive's
-// phase by the time since the first fruitless round.
+// phase by the time since the first fruitless round: a hot loop (Duty)
+// yields for HotYieldFor, not YieldFor.
 func (d *Idler) phase(now time.Time) Mode {
 	if d.s.Mode != Adaptive {
 		return d.s.Mode
@@ -122,14 +154,17 @@ func (d *Idler) phase(now time.Time) Mode {
 	if now.IsZero() {
 		now = d.now()
 	}
+	d.duty.Rest(now)
 	if d.since.IsZero() {
 		d.since = now
 	}
-	switch idle := now.Sub(d.since); {
-	case idle < d.s.spinFor():
+	switch idle := now.Sub(d.since) - d.s.spinFor(); {
+	case idle < 0:
 		return Spin
-	case idle < d.s.spinFor()+d.s.yieldFor():
+	case idle < d.s.yieldFor():
 		return Yield
+	case idle < HotYieldFor && d.duty.Hot():
+		return hotYield
 	}
 	return Block
 }
@@ -142,6 +177,10 @@ func (d *Idler) sleep(max time.Duration) {
 	}
 	if d.onSleep != nil {
 		d.onSleep(max)
+	}
+	if d.pending != nil && d.pending() { // queued, its Waker notify under way
+		d.st.Skipped++
+		return
 	}
 	if d.w != nil {
 		d.w.parked.Store(1)
@@ -168,6 +207,9 @@ func (d *Idler) sleep(max time.Duration) {
 		d.st.Ready++
 	default: // EINTR counts as a timeout: the loop polls again
 		d.st.Timeouts++
+		if d.pending != nil && d.pending() {
+			d.st.PendingSleeps++ // it lay there the whole sleep: nobody woke the loop
+		}
 	}
 }
 
