@@ -115,7 +115,7 @@ func (ss *session) sendHeld() (writerNeeded bool) {
 	from := ss.cursor
 	trace.Stamp(trace.Sending, from)
 	var err error
-	ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false, ss.writeDirect)
+	ss.buf, ss.cursor, err = ss.sendRange(ss.feed, ss.buf, ss.cursor, w, false, ss.writeDirectFrames)
 	if ss.cursor > from {
 		ss.srv.directSends.Add(1)
 		trace.Stamp(trace.Sent, ss.cursor-1)

@@ -115,10 +115,11 @@ type session struct {
 
 	mu sync.Mutex // guards bw and the connection's writes
 	bw *bufio.Writer
-	// writeFrames is ss.write as a func value, made once with the session:
-	// handed to sendPaced at every write of the stream, a method value
-	// made there escaped and cost an allocation each time.
-	writeFrames func([]byte, bool) error
+	// writeFrames and writeDirectFrames are ss.write and ss.writeDirect
+	// as func values, made once with the session: handed to sendPaced at
+	// every write of the stream, a method value made there escaped and
+	// cost an allocation each time.
+	writeFrames, writeDirectFrames func([]byte, bool) error
 	// lastWrite is the time (unix ns) of the last write: stored by write
 	// under mu, from the writer or the reader goroutine; the writer loads
 	// it to send a heartbeat when the connection was idle. It publishes
@@ -187,7 +188,7 @@ func (s *Server) serveConn(ctx context.Context, raw net.Conn, peer netip.Addr) {
 	ss := &session{srv: s, tcp: c, raw: raw, peer: peer, bw: bufio.NewWriterSize(c, 256<<10), feed: newFeed(s.ring),
 		buf: make([]byte, 0, tcpFrameMax+wire.HeaderSize), born: time.Now(), wake: make(chan struct{}, 1),
 		ask: make(chan struct{}, 1), admitted: p}
-	ss.writeFrames = ss.write
+	ss.writeFrames, ss.writeDirectFrames = ss.write, ss.writeDirect
 	ss.pending.Store(true)
 	ss.directConn()
 	if err := ss.keyPunch(); err != nil {
