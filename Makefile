@@ -54,8 +54,10 @@ fuzz: deps-test
 # docs/benchmarks.md rendered from them (ringfire-bench --render
 # docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md
 # renders it again without measuring). Then the ring's own
-# microbenchmarks.
-BENCH_FLAGS ?= --waits adaptive,yield,loop-yield --stage-rates 20000,200000 --deployed-for 30s
+# microbenchmarks. --trace adds where the slowest round trips went (the
+# processes' stamps and the kernel's scheduler trace) to the deployed
+# section; the rings section measures a thread per unit and a loop.
+BENCH_FLAGS ?= --waits adaptive,yield,loop-yield --stage-rates 20000,200000 --deployed-for 30s --trace --rings-waits yield,loop-yield
 bench: build
 	$(BIN)/ringfire-bench --out docs/bench --markdown docs/benchmarks.md $(BENCH_FLAGS)
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./shm
