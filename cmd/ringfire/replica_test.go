@@ -88,9 +88,11 @@ func TestServeMirrorCommands(t *testing.T) {
 				tc.serve = append(tc.serve, "--unix", sock)
 				source, mns, miface = "unix:"+sock, p.A, p.AAddr.String()
 			}
-			sdone, sout, serr := runIn(p.A, append([]string{"serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "3s"}, tc.serve...)...)
+			// The mirror goes on until the source stops (--once), bounded by
+			// its --duration: a loaded machine may take seconds to start it.
+			sdone, sout, serr := runIn(p.A, append([]string{"serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "5s"}, tc.serve...)...)
 			waitListening(t, p.A, bind) // the Unix socket listens before the TCP one
-			mdone, mout, merr := runIn(mns, append([]string{"mirror", source, dst, "--from", "oldest", "--iface", miface, "--duration", "2s"}, tc.mirr...)...)
+			mdone, mout, merr := runIn(mns, append([]string{"mirror", source, dst, "--from", "oldest", "--iface", miface, "--once", "--duration", "30s"}, tc.mirr...)...)
 			waitDone(t, mdone, "mirror")
 			waitDone(t, sdone, "serve")
 			if *merr != nil || *serr != nil {
