@@ -118,6 +118,14 @@ type ServerConfig struct {
 	// frames are repair (the budget above). nil: every mirror is served
 	// from the ring alone, as a mirror that does not announce it is.
 	History History
+	// MulticastB, when set, sends every datagram to line A's group
+	// (Multicast) on a second line too: this group, through IfaceB's
+	// interface (--multicast-b, --iface-b), by TransportB (default: what
+	// NewTransport opens for IfaceB). A mirror that announces HelloLines
+	// takes both and applies the first copy (lines.go).
+	MulticastB netip.AddrPort
+	IfaceB     netip.Addr
+	TransportB Transport
 }
 
 // AdaptiveLinger is the linger of the adaptive pacing.
