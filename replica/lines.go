@@ -92,7 +92,10 @@ func (s *Server) openLineB() error {
 	if b == nil {
 		cfg := UDPConfig{Bind: netip.AddrPortFrom(netip.IPv4Unspecified(), 0), Iface: s.cfg.IfaceB,
 			TTL: s.cfg.TTL, Loopback: s.cfg.Loopback, SocketBuffer: 4 << 20}
-		open := s.cfg.NewTransport
+		open := s.cfg.NewTransportB
+		if open == nil {
+			open = s.cfg.NewTransport
+		}
 		if open == nil {
 			open = func(c UDPConfig) (Transport, error) { return NewUDP(c) }
 		}
@@ -111,8 +114,8 @@ func checkLines(cfg *ServerConfig) error {
 	g := cfg.MulticastB
 	switch {
 	case !g.IsValid():
-		if cfg.IfaceB.IsValid() || cfg.TransportB != nil {
-			return fmt.Errorf("%w: IfaceB or TransportB without MulticastB", ErrLines)
+		if cfg.IfaceB.IsValid() || cfg.TransportB != nil || cfg.NewTransportB != nil {
+			return fmt.Errorf("%w: IfaceB or a line B transport without MulticastB", ErrLines)
 		}
 		return nil
 	case !cfg.Multicast.IsValid():

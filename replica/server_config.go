@@ -121,11 +121,13 @@ type ServerConfig struct {
 	// MulticastB, when set, sends every datagram to line A's group
 	// (Multicast) on a second line too: this group, through IfaceB's
 	// interface (--multicast-b, --iface-b), by TransportB (default: what
-	// NewTransport opens for IfaceB). A mirror that announces HelloLines
-	// takes both and applies the first copy (lines.go).
-	MulticastB netip.AddrPort
-	IfaceB     netip.Addr
-	TransportB Transport
+	// NewTransportB, else NewTransport, opens for IfaceB). A mirror that
+	// announces HelloLines takes both and applies the first copy
+	// (lines.go).
+	MulticastB    netip.AddrPort
+	IfaceB        netip.Addr
+	TransportB    Transport
+	NewTransportB func(UDPConfig) (Transport, error)
 }
 
 // AdaptiveLinger is the linger of the adaptive pacing.

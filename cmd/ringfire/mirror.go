@@ -46,6 +46,7 @@ type mirrorFlags struct {
 	wait                            waitFlags
 	key                             keyFlags
 	xdp                             xdpFlags
+	lines                           lineFlags // line B: --iface-b, --xdp-b, --transport-b, --line-window
 }
 
 func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
@@ -67,6 +68,7 @@ func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
 	fs.BoolVar(&f.anySource, "any-source", false, "accept datagrams from any address (default: only from the source's)")
 	f.key.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
 	f.xdp.add(fs)
+	f.lines.addMirror(fs)
 	return f
 }
 

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ringfire/ringfire/replica"
+)
+
+// Every line B flag is validated with an error naming it, on serve and
+// mirror (and so as ringfire run keys, which are these flags).
+func TestLineFlagsRefused(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ring := filepath.Join(t.TempDir(), "r")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--multicast-b", "239.255.1.1:7401"}, "--multicast-b needs --multicast"},
+		{[]string{"--multicast", "239.255.0.1:7401", "--multicast-b", "10.0.0.1:7401"}, "--multicast-b"},
+		{[]string{"--multicast", "239.255.0.1:7401", "--multicast-b", "239.255.0.1:7401"}, "--multicast-b"},
+		{[]string{"--multicast", "239.255.0.1:7401", "--iface-b", "10.0.0.1"}, "need --multicast-b"},
+		{[]string{"--multicast", "239.255.0.1:7401", "--multicast-b", "239.255.1.1:7401", "--iface-b", "nosuchif0"}, "--iface-b"},
+		{[]string{"--multicast", "239.255.0.1:7401", "--multicast-b", "239.255.1.1:7401", "--transport-b", "carrier-pigeon"}, "--transport-b"},
+		{[]string{"--multicast", "239.255.0.1:7401", "--multicast-b", "239.255.1.1:7401", "--transport-b", "udp", "--xdp-b", "eth1"}, "--xdp-b"},
+	} {
+		fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		f := addServeFlags(fs)
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.unit(ring, log)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("serve %v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--iface-b", "10.0.0.1", "--unicast"}, "--iface-b"},
+		{[]string{"--iface-b", "10.0.0.1", "--tcp"}, "--iface-b"},
+		{[]string{"--iface-b", "nosuchif0"}, "--iface-b"},
+		{[]string{"--line-window", "5ms"}, "--line-window needs --iface-b"},
+		{[]string{"--iface-b", "10.0.0.1", "--line-window", "1s"}, "--line-window"},
+		{[]string{"--transport-b", "xdp"}, "--transport-b needs --iface-b"},
+		{[]string{"--iface-b", "10.0.0.1", "--transport-b", "nope"}, "--transport-b"},
+	} {
+		fs, f := mirrorFlagSet()
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		_, err := f.unit("127.0.0.1:7400", ring, log, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("mirror %v: %v, want an error naming %s", c.args, err, c.want)
+		}
+	}
+}
+
+// The line B flags reach the configurations.
+func TestLineFlagsSet(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	f := addServeFlags(fs)
+	if err := fs.Parse([]string{"--multicast", "239.255.0.1:7401", "--multicast-b", "239.255.1.1:7402", "--iface-b", "10.0.0.1"}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := f.unit(filepath.Join(t.TempDir(), "r"), log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.cfg.MulticastB.String() != "239.255.1.1:7402" || u.cfg.IfaceB.String() != "10.0.0.1" || u.cfg.NewTransportB == nil {
+		t.Errorf("serve line B: %v %v", u.cfg.MulticastB, u.cfg.IfaceB)
+	}
+	var mc replica.MirrorConfig
+	ms, mf := mirrorFlagSet()
+	if err := ms.Parse([]string{"--iface-b", "10.0.0.2", "--line-window", "3ms"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mf.lines.mirror(&mc, &mf.xdp, log); err != nil {
+		t.Fatal(err)
+	}
+	if mc.IfaceB.String() != "10.0.0.2" || mc.LineWindow != 3*time.Millisecond || mc.NewTransportB == nil {
+		t.Errorf("mirror line B: %v %v", mc.IfaceB, mc.LineWindow)
+	}
+}
