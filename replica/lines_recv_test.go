@@ -89,7 +89,9 @@ func TestLineRecvArbitration(t *testing.T) {
 	a, b := &fakeLine{}, &fakeLine{}
 	var st [2]LineStats
 	var evs []string
-	l := newLineRecv(a, b, lineSrcA, lineSrcB, &st, func(i int, up bool) { evs = append(evs, string(rune('A'+i)), map[bool]string{true: "up", false: "down"}[up]) })
+	l := newLineRecv(a, b, lineSrcA, lineSrcB, &st, func(i int, up bool) {
+		evs = append(evs, string(rune('A'+i)), map[bool]string{true: "up", false: "down"}[up])
+	})
 	a.frame(lineSrcA.Addr(), 1)
 	a.frame(lineSrcA.Addr(), 2)
 	b.frame(lineSrcB, 1)
