@@ -94,9 +94,6 @@ func (s *Server) openLineB() error {
 			TTL: s.cfg.TTL, Loopback: s.cfg.Loopback, SocketBuffer: 4 << 20}
 		open := s.cfg.NewTransportB
 		if open == nil {
-			open = s.cfg.NewTransport
-		}
-		if open == nil {
 			open = func(c UDPConfig) (Transport, error) { return NewUDP(c) }
 		}
 		t, err := open(cfg)

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/faulty"
 	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/replica/wire"
+	"github.com/ringfire/ringfire/transport"
 )
 
 // twoLines is a source and a mirror namespace joined by three independent
@@ -343,5 +345,56 @@ func TestLinesSourceLinkDown(t *testing.T) {
 	wantAll(t, st, n, "udp+udp multicast")
 	if st.NaksSent != 0 {
 		t.Errorf("%d NAKs while line B lived, want none", st.NaksSent)
+	}
+}
+
+// TestLinesMixedTransports carries line A over AF_XDP at both ends and
+// line B over kernel UDP: the mirror reports each line's transport and
+// takes every record; with line A's link down, line B carries them all,
+// and line A is used again once its link is back up.
+func TestLinesMixedTransports(t *testing.T) {
+	tl := newTwoLines(t)
+	base := transport.XDPConfig{Iface: tl.la.AIf, Mode: bpf.ModeNative}
+	scfg := replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr, MulticastB: groupB, IfaceB: tl.lb.AAddr,
+		NewTransport: func(u replica.UDPConfig) (replica.Transport, error) { return newXDP(transport.XDPForServer(base, u)) }}
+	srv := tl.src.serve(scfg)
+	var ev lineEvents
+	cfg := tl.mirrorCfg()
+	cfg.Events = ev.add
+	mbase := transport.XDPConfig{Iface: tl.la.BIf, Mode: bpf.ModeNative}
+	cfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) { return newXDP(transport.XDPForMirror(mbase, s)) }
+	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
+	mr.connected()
+	if got := srv.Stats().Transport; got != "xdp+udp" {
+		t.Fatalf("server transport %q, want xdp+udp", got)
+	}
+	stop := make(chan struct{})
+	last := pushing(tl.src, stop)
+	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
+	})
+	tl.linkSet(t, tl.la.BIf, "down")
+	ev.wait(t, replica.MirrorLineDown, "A")
+	recvB := mr.m.Stats().Lines[1].Received
+	mr.waitStats("line B alone", 5*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[1].Received > recvB+300
+	})
+	tl.linkSet(t, tl.la.BIf, "up")
+	ev.wait(t, replica.MirrorLineUp, "A")
+	recvA := mr.m.Stats().Lines[0].Received
+	mr.waitStats("AF_XDP line A used again", 5*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > recvA+100
+	})
+	close(stop)
+	n := <-last
+	tl.src.drained()
+	mr.waitFor(n, 10*time.Second)
+	mr.close()
+	st := mr.m.Stats()
+	t.Logf("mirror %+v", st)
+	sameSlots(t, tl.src.path, mr.path, 1)
+	wantAll(t, st, n, "xdp+udp multicast")
+	if st.Lines[0].Name != "xdp" || st.Lines[1].Name != "udp" || st.NaksSent != 0 {
+		t.Errorf("lines %+v, %d NAKs: want xdp and udp, no NAK", st.Lines, st.NaksSent)
 	}
 }

@@ -121,7 +121,8 @@ type ServerConfig struct {
 	// MulticastB, when set, sends every datagram to line A's group
 	// (Multicast) on a second line too: this group, through IfaceB's
 	// interface (--multicast-b, --iface-b), by TransportB (default: what
-	// NewTransportB, else NewTransport, opens for IfaceB). A mirror that
+	// NewTransportB opens for IfaceB, else kernel UDP: NewTransport opens
+	// line A's). A mirror that
 	// announces HelloLines takes both and applies the first copy
 	// (lines.go).
 	MulticastB    netip.AddrPort
