@@ -362,7 +362,9 @@ func TestLinesMixedTransports(t *testing.T) {
 	cfg := tl.mirrorCfg()
 	cfg.Events = ev.add
 	mbase := transport.XDPConfig{Iface: tl.la.BIf, Mode: bpf.ModeNative}
-	cfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) { return newXDP(transport.XDPForMirror(mbase, s)) }
+	cfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
+		return newXDP(transport.XDPForMirror(mbase, s))
+	}
 	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
 	mr.connected()
 	if got := srv.Stats().Transport; got != "xdp+udp" {
