@@ -33,9 +33,15 @@ func TestSequencerLineWindow(t *testing.T) {
 	if _, _, ok := s.wantNak(t1); ok {
 		t.Fatal("NAK of a new hole inside its window")
 	}
+	if left := s.windowLeft(t1.Add(400 * time.Microsecond)); left != 600*time.Microsecond {
+		t.Fatalf("window left %v, want 600µs: the loop must wake for the NAK", left)
+	}
 	first, last, ok := s.wantNak(t1.Add(time.Millisecond))
 	if !ok || first != 13 || last != 16 {
 		t.Fatalf("NAK after the window: %v %d..%d, want 13..16", ok, first, last)
+	}
+	if left := s.windowLeft(t1.Add(2 * time.Millisecond)); left < time.Minute {
+		t.Fatalf("window left %v with the NAK out: the loop would spin", left)
 	}
 }
 

@@ -303,6 +303,16 @@ func (s *sequencer) inWindow(now time.Time) bool {
 	return now.Sub(s.hole) < s.window
 }
 
+// windowLeft is how long the current hole's arbitration window has
+// left (0: it ended, its NAK is due), for the loop's sleep; a long time
+// when no window runs (none, no hole, or its NAK is out).
+func (s *sequencer) windowLeft(now time.Time) time.Duration {
+	if s.window <= 0 || s.hole.IsZero() || s.holeFrom != s.next || s.nakOut {
+		return time.Hour
+	}
+	return max(s.hole.Add(s.window).Sub(now), 0)
+}
+
 // lag is how far the mirror is behind the newest sequence it has heard of.
 func (s *sequencer) lag() uint64 {
 	if s.seen < s.next {
