@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	"github.com/ringfire/ringfire/replica/wire"
@@ -29,9 +30,31 @@ type lineSender struct {
 	a, b           Transport
 	groupA, groupB netip.AddrPort
 	msgs           []Message // line B's batch, reused
-	// errsA, errsB count failed sends per line (the other line carried
-	// the batch): read with Stats.
-	errsA, errsB uint64
+	// sent and errs count per line the datagrams its transport took and
+	// the batches it failed (Server.Lines).
+	sent, errs [2]atomic.Uint64
+}
+
+// LineSendStats counts what a source sent on each of its two lines.
+type LineSendStats struct {
+	Name      [2]string // each line's transport ("udp", "xdp", "afpacket")
+	Datagrams [2]uint64 // datagrams each line's transport took
+	Errors    [2]uint64 // send calls a line failed (not a full ring): the other line carried them
+}
+
+// Lines returns the counters of a source that sends on two lines
+// (ServerConfig.MulticastB), and false for a source of one line.
+func (s *Server) Lines() (LineSendStats, bool) {
+	l, ok := s.udp.(*lineSender)
+	if !ok {
+		return LineSendStats{}, false
+	}
+	var st LineSendStats
+	for i, t := range [2]Transport{l.a, l.b} {
+		st.Name[i] = TransportName(t)
+		st.Datagrams[i], st.Errors[i] = l.sent[i].Load(), l.errs[i].Load()
+	}
+	return st, true
 }
 
 // SendBatch sends ms on line A, then the group's datagrams A took on line
@@ -40,10 +63,11 @@ type lineSender struct {
 // line B that fails is counted only.
 func (l *lineSender) SendBatch(ms []Message) (int, error) {
 	n, err := l.a.SendBatch(ms)
+	l.sent[0].Add(uint64(n))
 	hard := err != nil && !errors.Is(err, ErrWouldBlock) && !errors.Is(err, unix.EMSGSIZE) && !errors.Is(err, ErrClosed)
 	k := n
 	if hard {
-		l.errsA++
+		l.errs[0].Add(1)
 		k = len(ms)
 	}
 	l.msgs = l.msgs[:0]
@@ -57,8 +81,9 @@ func (l *lineSender) SendBatch(ms []Message) (int, error) {
 		return n, err
 	}
 	nb, errB := l.b.SendBatch(l.msgs)
-	if errB != nil {
-		l.errsB++
+	l.sent[1].Add(uint64(nb))
+	if errB != nil && !errors.Is(errB, ErrWouldBlock) {
+		l.errs[1].Add(1)
 	}
 	if hard && errB == nil && nb == len(l.msgs) && len(l.msgs) == len(ms) {
 		return len(ms), nil

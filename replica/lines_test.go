@@ -346,6 +346,11 @@ func TestLinesSourceLinkDown(t *testing.T) {
 	if st.NaksSent != 0 {
 		t.Errorf("%d NAKs while line B lived, want none", st.NaksSent)
 	}
+	ls, ok := tl.src.srv.Lines()
+	t.Logf("source lines %+v", ls)
+	if !ok || ls.Name != [2]string{"udp", "udp"} || ls.Datagrams[0] == 0 || ls.Datagrams[1] < ls.Datagrams[0] {
+		t.Errorf("source lines %+v (%v): want both counted, line B at least line A's", ls, ok)
+	}
 }
 
 // TestLinesMixedTransports carries line A over AF_XDP at both ends and

@@ -224,6 +224,7 @@ func (c *collector) collectServer(ch chan<- prometheus.Metric, ring string, s *r
 	st := s.Stats()
 	emit(ch, c.server, st, ring)
 	ch <- prometheus.MustNewConstMetric(c.serveInfo, prometheus.GaugeValue, 1, ring, st.Transport)
+	c.lines.collectServe(ch, ring, s)
 	for _, k := range replica.RefusalKinds() {
 		ch <- prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, float64(st.RefusedOf(k)), ring, k.String())
 	}

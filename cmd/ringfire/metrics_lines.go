@@ -10,10 +10,14 @@ import (
 
 // lineMetrics are a local mirror's counters per line, for a mirror that
 // takes two (mirror --iface-b): ringfire_local_mirror_line_*, labelled by
-// ring and line (A, B). A mirror of one line exports none.
+// ring and line (A, B), and a served ring's (serve --multicast-b). A
+// mirror or source of one line exports none.
 type lineMetrics struct {
 	counters []lineMetric
 	lateBy   *prometheus.Desc // labelled also by late_lt: the bucket's bound
+	// sent and sendErrors are a served ring's per line (serve
+	// --multicast-b): ringfire_serve_line_*.
+	sent, sendErrors *prometheus.Desc
 }
 
 type lineMetric struct {
@@ -45,7 +49,22 @@ func newLineMetrics() *lineMetrics {
 	lm.lateBy = prometheus.NewDesc("ringfire_local_mirror_line_late_by_total",
 		"DATA frames the line delivered after the other line, by how much later: late_lt is the bucket's upper bound in seconds (+Inf: later).",
 		[]string{"ring", "line", "late_lt"}, nil)
+	lm.sent = prometheus.NewDesc("ringfire_serve_line_datagrams_total", "Datagrams a source sending on two lines gave each line's transport.", labels, nil)
+	lm.sendErrors = prometheus.NewDesc("ringfire_serve_line_errors_total", "Send calls a line failed (its link down...): the other line carried them.", labels, nil)
 	return lm
+}
+
+// collectServe sends a served ring's line series, if it sends on two.
+func (lm *lineMetrics) collectServe(ch chan<- prometheus.Metric, ring string, s *replica.Server) {
+	st, ok := s.Lines()
+	if !ok {
+		return
+	}
+	for i := range st.Datagrams {
+		line := string(rune('A' + i))
+		ch <- prometheus.MustNewConstMetric(lm.sent, prometheus.CounterValue, float64(st.Datagrams[i]), ring, line)
+		ch <- prometheus.MustNewConstMetric(lm.sendErrors, prometheus.CounterValue, float64(st.Errors[i]), ring, line)
+	}
 }
 
 func (lm *lineMetrics) describe(ch chan<- *prometheus.Desc) {
@@ -53,6 +72,8 @@ func (lm *lineMetrics) describe(ch chan<- *prometheus.Desc) {
 		ch <- m.d
 	}
 	ch <- lm.lateBy
+	ch <- lm.sent
+	ch <- lm.sendErrors
 }
 
 // collect sends a mirror's line series, if it takes two lines.
