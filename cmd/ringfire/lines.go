@@ -2,6 +2,8 @@ package main
 
 import (
 	"flag"
+	"fmt"
+	"io"
 	"log/slog"
 	"net/netip"
 	"time"
@@ -145,4 +147,19 @@ func (l *lineFlags) mirror(cfg *replica.MirrorConfig, a *xdpFlags, log *slog.Log
 	}
 	cfg.NewTransportB, cfg.LineWindow = o.mirrorTransport(), l.window
 	return nil
+}
+
+// printLineStats prints a mirror's counters per line, if it takes two.
+func printLineStats(w io.Writer, st replica.MirrorStats) {
+	if st.Lines[0].Name == "" {
+		return
+	}
+	for i, l := range st.Lines {
+		state := "up"
+		if !l.Up {
+			state = "down"
+		}
+		fmt.Fprintf(w, "  line %c (%s, %s): datagrams %d, first %d, late %d (<10µs %d, <100µs %d, <1ms %d, <10ms %d, later %d), lost %d, downs %d, ups %d\n",
+			'A'+i, l.Name, state, l.Received, l.First, l.Late, l.LateBy[0], l.LateBy[1], l.LateBy[2], l.LateBy[3], l.LateBy[4], l.Lost, l.Downs, l.Ups)
+	}
 }

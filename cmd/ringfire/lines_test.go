@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/internal/netns"
 	"github.com/ringfire/ringfire/replica"
 )
 
@@ -89,4 +90,34 @@ func TestLineFlagsSet(t *testing.T) {
 	if mc.IfaceB.String() != "10.0.0.2" || mc.LineWindow != 3*time.Millisecond || mc.NewTransportB == nil {
 		t.Errorf("mirror line B: %v %v", mc.IfaceB, mc.LineWindow)
 	}
+}
+
+// serve --multicast-b and mirror --iface-b as commands, line B on a
+// second veth network: the mirror takes both lines and the whole ring.
+func TestServeMirrorTwoLines(t *testing.T) {
+	netns.Require(t)
+	p := netns.NewPair(t)
+	lb, err := p.AddLink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src"), filepath.Join(dir, "dst")
+	mustRun(t, "gen", src, "--count", "20000", "--size", "56", "--capacity", "65536")
+	bind := p.AAddr.String() + ":7400"
+	sdone, sout, serr := runIn(p.A, "serve", src, "--bind", bind, "--iface", p.AAddr.String(), "--duration", "3s",
+		"--multicast", "239.255.0.1:7401", "--multicast-b", "239.255.1.1:7501", "--iface-b", lb.AAddr.String())
+	waitListening(t, p.A, bind)
+	mdone, mout, merr := runIn(p.B, "mirror", bind, dst, "--from", "oldest", "--iface", p.BAddr.String(),
+		"--iface-b", lb.BAddr.String(), "--line-window", "2ms", "--duration", "2s")
+	waitDone(t, mdone, "mirror")
+	waitDone(t, sdone, "serve")
+	if *merr != nil || *serr != nil {
+		t.Fatalf("mirror: %v, serve: %v", *merr, *serr)
+	}
+	wantContains(t, "mirror output", mout.String(), "mirror: udp+udp multicast", "next 20001", "gaps 0",
+		"  line A (udp, up): datagrams ", "  line B (udp, up): datagrams ")
+	wantContains(t, "serve output", sout.String(), "serve: ", "write_seq 20000")
+	out := mustRun(t, "tail", dst, "--from", "oldest", "--quiet", "--count", "20000", "--timeout", "1s")
+	wantContains(t, "tail of the mirror", out, "received 20000", "checksum errors 0", "sequence errors 0")
 }

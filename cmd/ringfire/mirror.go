@@ -149,6 +149,7 @@ func printMirrorStats(w io.Writer, st replica.MirrorStats, asJSON bool) {
 	fmt.Fprintf(w, "  source faults: protocol errors %d, silent %d\n", st.SourceErrors, st.SourceSilent)
 	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d, foreign %d\n",
 		st.NaksSent, st.Duplicates, st.Stale, st.OtherSession, st.Malformed, st.Overflow, st.FarAhead, st.Foreign)
+	printLineStats(w, st)
 }
 
 // mirrorMaxSize is mirror's --max-size: a size (maxSize), or auto (the
