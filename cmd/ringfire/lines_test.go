@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"io"
 	"log/slog"
@@ -120,4 +121,21 @@ func TestServeMirrorTwoLines(t *testing.T) {
 	wantContains(t, "serve output", sout.String(), "serve: ", "write_seq 20000")
 	out := mustRun(t, "tail", dst, "--from", "oldest", "--quiet", "--count", "20000", "--timeout", "1s")
 	wantContains(t, "tail of the mirror", out, "received 20000", "checksum errors 0", "sequence errors 0")
+}
+
+// The line B flags are ringfire run keys, refused as the flags are.
+func TestRunLineKeys(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ name, text, want string }{
+		{"multicast-b", "[[serve]]\nring = \"/dev/shm/a\"\nmulticast = \"239.1.1.1:7401\"\nmulticast-b = \"10.0.0.1:7401\"\n", `--multicast-b "10.0.0.1:7401"`},
+		{"line-window", "[[mirror]]\nsource = \"h:1\"\nring = \"/dev/shm/a\"\niface-b = \"10.0.0.2\"\nline-window = \"1s\"\n", `--line-window 1s`},
+	} {
+		file := filepath.Join(dir, c.name+".toml")
+		writeFile(t, file, c.text)
+		_, _, err := runCmd(t, "run", file)
+		var ue *usageError
+		if err == nil || !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: err %v, want a usage error containing %q", c.name, err, c.want)
+		}
+	}
 }
