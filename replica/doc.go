@@ -163,7 +163,12 @@
 // the shared key and every datagram and PUNCH is sealed (package auth).
 // HELLO bit6 (HelloHistory), answered with GeometryHistory by a source
 // with a History, has what the ring lost served from that history over
-// TCP, in order, before the ring's records (history.go).
+// TCP, in order, before the ring's records (history.go). HELLO bit7
+// (HelloLines), answered with GeometryLines and a second MULTICAST
+// frame by a source with ServerConfig.MulticastB, has the mirror take
+// the datagrams on two lines and apply the first copy of each frame
+// (lines.go); it starts no goroutine: the lines are one Transport to the
+// sender and to the mirror's loop.
 //
 // # Files
 //

@@ -123,6 +123,10 @@ func (s *Server) openLineB() error {
 		}
 		t, err := open(cfg)
 		if err != nil {
+			if s.cfg.Transport == nil {
+				s.udp.Close() // line A's, opened for this server
+			}
+			s.udp = nil
 			return fmt.Errorf("replica: line B datagram transport: %w", err)
 		}
 		b = t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,5 +72,38 @@ func TestLinesHostileSourceRefused(t *testing.T) {
 		if st := m.Stats(); st.SourceErrors != 1 {
 			t.Errorf("%s: stats %+v, want 1 source error", tc.name, st)
 		}
+	}
+}
+
+// A bad line B configuration is refused by NewServer with an error
+// wrapping ErrLines; a line B transport that cannot open fails NewServer
+// naming line B.
+func TestLinesServerConfigRefused(t *testing.T) {
+	ring := filepath.Join(shmDir(t), "src")
+	w, err := shm.Create(ring, shm.RingConfig{PayloadSize: 56, Capacity: 1024}, shm.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	gA := netip.MustParseAddrPort("239.255.0.1:7401")
+	for _, c := range []struct {
+		name string
+		cfg  replica.ServerConfig
+	}{
+		{"no line A", replica.ServerConfig{MulticastB: groupB}},
+		{"not a group", replica.ServerConfig{Multicast: gA, MulticastB: netip.MustParseAddrPort("10.0.0.1:7401")}},
+		{"line A's group", replica.ServerConfig{Multicast: gA, MulticastB: gA}},
+		{"IfaceB alone", replica.ServerConfig{Multicast: gA, IfaceB: netip.MustParseAddr("10.0.0.1")}},
+	} {
+		c.cfg.Ring, c.cfg.Bind = ring, "127.0.0.1:0"
+		if _, err := replica.NewServer(c.cfg); !errors.Is(err, replica.ErrLines) {
+			t.Errorf("%s: NewServer: %v, want ErrLines", c.name, err)
+		}
+	}
+	broken := errors.New("no such NIC")
+	_, err = replica.NewServer(replica.ServerConfig{Ring: ring, Bind: "127.0.0.1:0", Multicast: gA, MulticastB: groupB,
+		NewTransportB: func(replica.UDPConfig) (replica.Transport, error) { return nil, broken }})
+	if !errors.Is(err, broken) || !strings.Contains(err.Error(), "line B") {
+		t.Errorf("NewServer with a line B that cannot open: %v", err)
 	}
 }
