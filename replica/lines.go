@@ -57,21 +57,20 @@ func (s *Server) Lines() (LineSendStats, bool) {
 	return st, true
 }
 
-// SendBatch sends ms on line A, then the group's datagrams A took on line
-// B. A line A that fails (not a full ring, not a datagram too large for
-// the MTU) is counted and the batch counts as sent if line B sent it; a
-// line B that fails is counted only.
+// SendBatch sends ms on line A, then every group datagram of ms on line
+// B, whatever line A did: the lines lose independently. A line A that
+// fails (a send error, or a full ring) while line B sent the whole batch
+// counts as sent; line A's datagram too large for the MTU (EMSGSIZE) is
+// returned, so that the sender shrinks its frames for both. Send errors
+// are counted per line (Server.Lines).
 func (l *lineSender) SendBatch(ms []Message) (int, error) {
 	n, err := l.a.SendBatch(ms)
 	l.sent[0].Add(uint64(n))
-	hard := err != nil && !errors.Is(err, ErrWouldBlock) && !errors.Is(err, unix.EMSGSIZE) && !errors.Is(err, ErrClosed)
-	k := n
-	if hard {
+	if err != nil && !errors.Is(err, ErrWouldBlock) && !errors.Is(err, ErrClosed) {
 		l.errs[0].Add(1)
-		k = len(ms)
 	}
 	l.msgs = l.msgs[:0]
-	for _, m := range ms[:k] {
+	for _, m := range ms {
 		if m.Addr == l.groupA {
 			m.Addr = l.groupB
 			l.msgs = append(l.msgs, m)
@@ -82,10 +81,11 @@ func (l *lineSender) SendBatch(ms []Message) (int, error) {
 	}
 	nb, errB := l.b.SendBatch(l.msgs)
 	l.sent[1].Add(uint64(nb))
-	if errB != nil && !errors.Is(errB, ErrWouldBlock) {
+	if errB != nil && !errors.Is(errB, ErrWouldBlock) && !errors.Is(errB, ErrClosed) {
 		l.errs[1].Add(1)
 	}
-	if hard && errB == nil && nb == len(l.msgs) && len(l.msgs) == len(ms) {
+	carried := errB == nil && nb == len(ms) // every datagram was the group's
+	if err != nil && carried && !errors.Is(err, unix.EMSGSIZE) && !errors.Is(err, ErrClosed) {
 		return len(ms), nil
 	}
 	return n, err
