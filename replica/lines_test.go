@@ -371,27 +371,41 @@ func TestLinesSourceLinkDown(t *testing.T) {
 	}
 }
 
-// TestLinesMixedTransports carries line A over AF_XDP at both ends and
-// line B over kernel UDP: the mirror reports each line's transport and
-// takes every record; with line A's link down, line B carries them all,
-// and line A is used again once its link is back up.
-func TestLinesMixedTransports(t *testing.T) {
+// TestLinesBypassTransports carries line A over AF_XDP at both ends and
+// line B over kernel UDP ("xdp+udp"), or AF_XDP on both NICs of each
+// process, one mirror loop polling both ("xdp+xdp"): the mirror reports
+// each line's transport and takes every record; with line A's link down,
+// line B carries them all, and line A is used again once its link is back
+// up.
+func TestLinesBypassTransports(t *testing.T) {
+	for _, both := range []bool{false, true} {
+		name := map[bool]string{false: "xdp+udp", true: "xdp+xdp"}[both]
+		t.Run(name, func(t *testing.T) { bypassLines(t, name, both) })
+	}
+}
+
+func bypassLines(t *testing.T, name string, both bool) {
 	tl := newTwoLines(t)
-	base := transport.XDPConfig{Iface: tl.la.AIf, Mode: bpf.ModeNative}
-	scfg := replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr, MulticastB: groupB, IfaceB: tl.lb.AAddr,
-		NewTransport: func(u replica.UDPConfig) (replica.Transport, error) { return newXDP(transport.XDPForServer(base, u)) }}
+	xdpOn := func(ifn string) (func(replica.UDPConfig) (replica.Transport, error), func(replica.DatagramSpec) (replica.Transport, error)) {
+		base := transport.XDPConfig{Iface: ifn, Mode: bpf.ModeNative}
+		return func(u replica.UDPConfig) (replica.Transport, error) { return newXDP(transport.XDPForServer(base, u)) },
+			func(s replica.DatagramSpec) (replica.Transport, error) { return newXDP(transport.XDPForMirror(base, s)) }
+	}
+	scfg := replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr, MulticastB: groupB, IfaceB: tl.lb.AAddr}
+	scfg.NewTransport, _ = xdpOn(tl.la.AIf)
+	cfg := tl.mirrorCfg()
+	_, cfg.NewTransport = xdpOn(tl.la.BIf)
+	if both {
+		scfg.NewTransportB, _ = xdpOn(tl.lb.AIf)
+		_, cfg.NewTransportB = xdpOn(tl.lb.BIf)
+	}
 	srv := tl.src.serve(scfg)
 	var ev lineEvents
-	cfg := tl.mirrorCfg()
 	cfg.Events = ev.add
-	mbase := transport.XDPConfig{Iface: tl.la.BIf, Mode: bpf.ModeNative}
-	cfg.NewTransport = func(s replica.DatagramSpec) (replica.Transport, error) {
-		return newXDP(transport.XDPForMirror(mbase, s))
-	}
 	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
 	mr.connected()
-	if got := srv.Stats().Transport; got != "xdp+udp" {
-		t.Fatalf("server transport %q, want xdp+udp", got)
+	if got := srv.Stats().Transport; got != name {
+		t.Fatalf("server transport %q, want %s", got, name)
 	}
 	stop := make(chan struct{})
 	last := pushing(tl.src, stop)
@@ -418,8 +432,8 @@ func TestLinesMixedTransports(t *testing.T) {
 	st := mr.m.Stats()
 	t.Logf("mirror %+v", st)
 	sameSlots(t, tl.src.path, mr.path, 1)
-	wantAll(t, st, n, "xdp+udp multicast")
-	if st.Lines[0].Name != "xdp" || st.Lines[1].Name != "udp" || st.NaksSent != 0 {
-		t.Errorf("lines %+v, %d NAKs: want xdp and udp, no NAK", st.Lines, st.NaksSent)
+	wantAll(t, st, n, name+" multicast")
+	if st.Lines[0].Name+"+"+st.Lines[1].Name != name || st.NaksSent != 0 {
+		t.Errorf("lines %+v, %d NAKs: want %s, no NAK", st.Lines, st.NaksSent, name)
 	}
 }
