@@ -389,7 +389,9 @@ func bypassLines(t *testing.T, name string, both bool) {
 	xdpOn := func(ifn string) (func(replica.UDPConfig) (replica.Transport, error), func(replica.DatagramSpec) (replica.Transport, error)) {
 		base := transport.XDPConfig{Iface: ifn, Mode: bpf.ModeNative}
 		return func(u replica.UDPConfig) (replica.Transport, error) { return newXDP(transport.XDPForServer(base, u)) },
-			func(s replica.DatagramSpec) (replica.Transport, error) { return newXDP(transport.XDPForMirror(base, s)) }
+			func(s replica.DatagramSpec) (replica.Transport, error) {
+				return newXDP(transport.XDPForMirror(base, s))
+			}
 	}
 	scfg := replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr, MulticastB: groupB, IfaceB: tl.lb.AAddr}
 	scfg.NewTransport, _ = xdpOn(tl.la.AIf)
