@@ -41,10 +41,11 @@ func newTwoLines(t *testing.T) *twoLines {
 	return tl
 }
 
-// serve serves the source on both lines.
-func (tl *twoLines) serve() *replica.Server {
+// serve serves the source on both lines (wide: the datagrams carry the
+// wide session's trailer, WideMulticast).
+func (tl *twoLines) serve(wide ...bool) *replica.Server {
 	return tl.src.serve(replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr,
-		MulticastB: groupB, IfaceB: tl.lb.AAddr})
+		MulticastB: groupB, IfaceB: tl.lb.AAddr, WideMulticast: len(wide) > 0 && wide[0]})
 }
 
 // mirrorCfg is a mirror of both lines; line A's datagrams leave from
@@ -336,10 +337,10 @@ func readFrame(t *testing.T, br *bufio.Reader) (wire.Header, []byte) {
 
 // TestLinesSourceLinkDown takes line A's link down on the source's side:
 // its sends fail or vanish, line B carries everything, and line A is used
-// again once it is back.
+// again once it is back. The datagrams carry the wide session's trailer.
 func TestLinesSourceLinkDown(t *testing.T) {
 	tl := newTwoLines(t)
-	tl.serve()
+	tl.serve(true)
 	var ev lineEvents
 	cfg := tl.mirrorCfg()
 	cfg.Events = ev.add
