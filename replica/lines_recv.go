@@ -2,6 +2,7 @@ package replica
 
 import (
 	"errors"
+	"math"
 	"net/netip"
 	"time"
 
@@ -55,8 +56,11 @@ type lineRecv struct {
 	fifo       []arbEntry
 	head, size int
 	turn       int
-	// pend[i] (0: none): when the other line first delivered something
-	// since line i last did; dark[i]: line i went dark.
+	// hbs counts each line's heartbeats (which copy of one came first).
+	hbs [2]uint64
+	// pend[i] (0: none): when the other line delivered a first copy
+	// (of a frame or a heartbeat) that line i still owes, since line i
+	// last delivered anything; dark[i]: line i went dark.
 	pend [2]int64
 	dark [2]bool
 }
@@ -146,23 +150,32 @@ func (l *lineRecv) note(i int, ms []Message) int {
 		l.event(i, true)
 	}
 	l.pend[i] = 0
-	if l.pend[i^1] == 0 {
-		l.pend[i^1] = now
-	}
 	for k := range ms {
 		if i == 1 && (!l.srcB.IsValid() || ms[k].Addr.Addr().Unmap() == l.srcB) {
 			ms[k].Addr = l.srcA // the source's, on its other network
 		}
 		h, err := wire.ParseHeader(ms[k].Buf[:ms[k].N], ms[k].N)
-		if err == nil && h.Kind == wire.KindData {
-			l.arbitrate(i, h.Seq, now)
+		first := false
+		switch {
+		case err != nil:
+		case h.Kind == wire.KindData:
+			first = l.arbitrate(i, h.Seq, now)
+		case h.Kind == wire.KindHeartbeat:
+			// An idle source's heartbeats repeat one sequence: the
+			// line whose count is ahead brought the first copy.
+			l.hbs[i]++
+			first = l.hbs[i] > l.hbs[i^1]
+		}
+		if first && l.pend[i^1] == 0 {
+			l.pend[i^1] = now // the other line owes its copy from now
 		}
 	}
 	return len(ms)
 }
 
-// arbitrate counts the frame starting at seq that line i delivered.
-func (l *lineRecv) arbitrate(i int, seq uint64, now int64) {
+// arbitrate counts the frame starting at seq that line i delivered, and
+// reports whether this was its first copy.
+func (l *lineRecv) arbitrate(i int, seq uint64, now int64) bool {
 	e := &l.tab[seq&(lineTable-1)]
 	bit := uint8(1) << i
 	switch {
@@ -171,10 +184,10 @@ func (l *lineRecv) arbitrate(i int, seq uint64, now int64) {
 			e.lines |= bit
 			l.st[i].late(time.Duration(now - e.at))
 		}
-		return
+		return false
 	case e.seq > seq:
-		l.st[i].late(time.Duration(now - e.at)) // older than the table reaches
-		return
+		l.st[i].late(time.Duration(math.MaxInt64)) // older than the table reaches
+		return false
 	}
 	l.lost(e)
 	*e = arbEntry{seq: seq, at: now, lines: bit}
@@ -184,6 +197,7 @@ func (l *lineRecv) arbitrate(i int, seq uint64, now int64) {
 	}
 	l.fifo[(l.head+l.size)%len(l.fifo)] = arbEntry{seq: seq, at: now}
 	l.size++
+	return true
 }
 
 // lost counts a frame only one line delivered as lost by the other.

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"fmt"
 	"net/netip"
 	"testing"
 	"time"
@@ -163,5 +164,49 @@ func BenchmarkLineRecv(b *testing.B) {
 		if n, err := l.RecvBatch(ms, 0); n != 2 || err != nil {
 			b.Fatal(n, err)
 		}
+	}
+}
+
+// heartbeat queues an idle source's heartbeat (last sent seq) on f.
+func (f *fakeLine) heartbeat(from netip.Addr, seq uint64) {
+	buf := make([]byte, wire.HeaderSize)
+	wire.Header{Kind: wire.KindHeartbeat, Flags: 1, Seq: seq}.Put(buf)
+	f.q = append(f.q, Message{Buf: buf, N: len(buf), Addr: netip.AddrPortFrom(from, 7401)})
+}
+
+// An idle source heartbeats the same sequence on both lines every 128 ms,
+// in either order: no line goes dark for coming second; a line whose
+// heartbeats stop goes dark at the other's next one.
+func TestLineRecvIdleHeartbeats(t *testing.T) {
+	a, b := &fakeLine{}, &fakeLine{}
+	var st [2]LineStats
+	var evs []string
+	l := newLineRecv(a, b, lineSrcA, lineSrcB, &st, func(i int, up bool) {
+		evs = append(evs, fmt.Sprintf("%c %v", 'A'+i, up))
+	}).(*lineRecv)
+	tick := func() { l.epoch = l.epoch.Add(-128 * time.Millisecond) } // 128 ms pass
+	for round := range 6 {
+		tick()
+		first, second := a, b
+		fa, fb := lineSrcA.Addr(), lineSrcB
+		if round%2 == 1 { // line B's copy comes first this time
+			first, second, fa, fb = b, a, fb, fa
+		}
+		first.heartbeat(fa, 9)
+		recvAll(t, l)
+		second.heartbeat(fb, 9)
+		recvAll(t, l)
+	}
+	if len(evs) != 0 || st[0].Downs+st[1].Downs != 0 {
+		t.Fatalf("healthy idle lines went dark: %v", evs)
+	}
+	tick()
+	b.heartbeat(lineSrcB, 9) // line A's never comes again
+	recvAll(t, l)
+	tick()
+	b.heartbeat(lineSrcB, 9)
+	recvAll(t, l)
+	if len(evs) != 1 || evs[0] != "A false" || st[0].Downs != 1 {
+		t.Fatalf("events %v, line A %+v: want A down once", evs, st[0])
 	}
 }
