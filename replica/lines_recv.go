@@ -17,11 +17,13 @@ const (
 	// (LineStats.LateBy, docs/guide/replication.md): 1 ms covers a line
 	// slower by a switch's queue, and costs a hole both lost 1 ms more.
 	DefaultLineWindow = time.Millisecond
-	// LineDark: a line from which nothing came for this long while the
-	// other delivered has gone dark (MirrorLineDown); its next datagram
-	// brings it back (MirrorLineUp). An idle source heartbeats at least
-	// every 128 ms on both lines, so a dark line is told within LineDark
-	// of the first datagram the other line delivers after its last.
+	// LineDark: a line that has owed for this long a copy the other line
+	// delivered first (a frame, a heartbeat) has gone dark
+	// (MirrorLineDown); its next datagram brings it back (MirrorLineUp).
+	// Under traffic that is LineDark after its loss; an idle source
+	// heartbeats every 128 ms on both lines, so then LineDark after the
+	// other line's next heartbeat, told at the loop's next wake-up (at
+	// least every 100 ms with telemetry).
 	LineDark = 50 * time.Millisecond
 	// lineTable is how many recent DATA frames the arbitration remembers
 	// (by first sequence), to tell a first copy from a late one.
@@ -114,9 +116,9 @@ func (l *lineRecv) RecvBatch(ms []Message, wait time.Duration) (int, error) {
 	if n == 0 && errs == 2 {
 		return 0, ErrClosed
 	}
-	if n > 0 {
-		l.check(time.Since(l.epoch).Nanoseconds())
-	}
+	// Also when nothing came: the loop wakes at least every 100 ms (its
+	// STATUS), and a line dark on an idle source is told then.
+	l.check(time.Since(l.epoch).Nanoseconds())
 	return n, nil
 }
 
