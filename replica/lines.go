@@ -163,10 +163,11 @@ var ErrLines = errors.New("replica: lines")
 // lineBFor is line B's MULTICAST frame for a mirror that announced
 // HelloLines and takes the group's datagrams (mc, on line A): the same as
 // line A's but for the group, and Token, which carries the address line
-// B's datagrams leave from (IfaceB, big-endian; 0: not known). A keyed
-// source offers no line B (both copies would share one replay window).
+// B's datagrams leave from (IfaceB, big-endian; 0: not known). Keyed,
+// both lines carry the same sealed datagrams: the mirror's one replay
+// window takes the first copy of each.
 func (s *Server) lineBFor(h wire.Hello, mc wire.Multicast, udp bool) (wire.Multicast, bool) {
-	if h.Flags&wire.HelloLines == 0 || !udp || mc.Unicast() || !s.cfg.MulticastB.IsValid() || s.keyed != nil {
+	if h.Flags&wire.HelloLines == 0 || !udp || mc.Unicast() || !s.cfg.MulticastB.IsValid() {
 		return wire.Multicast{}, false
 	}
 	mc.Group = s.cfg.MulticastB.Addr().As4()

@@ -210,3 +210,42 @@ func bypassLines(t *testing.T, name string, both bool) {
 		t.Errorf("lines %+v, %d NAKs: want %s, no NAK", st.Lines, st.NaksSent, name)
 	}
 }
+
+// TestLinesKeyed serves both lines under a key, encrypted: the mirror's
+// one replay window takes the first copy of each datagram (the other
+// counts as a duplicate, not a replay), line A's link down costs no NAK,
+// and the rings are identical.
+func TestLinesKeyed(t *testing.T) {
+	tl := newTwoLines(t)
+	tl.src.serve(replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr, MulticastB: groupB, IfaceB: tl.lb.AAddr,
+		Key: testKey(t, 1), Encrypt: true})
+	var ev lineEvents
+	cfg := tl.mirrorCfg()
+	cfg.Events, cfg.Key, cfg.Encrypt = ev.add, testKey(t, 1), true
+	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
+	mr.connected()
+	stop := make(chan struct{})
+	last := pushing(tl.src, stop)
+	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
+	})
+	tl.linkSet(t, tl.la.BIf, "down")
+	ev.wait(t, replica.MirrorLineDown, "A")
+	recvB := mr.m.Stats().Lines[1].Received
+	mr.waitStats("line B alone", 5*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[1].Received > recvB+300
+	})
+	close(stop)
+	n := <-last
+	tl.src.drained()
+	mr.waitFor(n, 10*time.Second)
+	mr.close()
+	st := mr.m.Stats()
+	t.Logf("mirror %+v", st)
+	sameSlots(t, tl.src.path, mr.path, 1)
+	wantAll(t, st, n, "udp+udp multicast")
+	if st.NaksSent != 0 || st.Replayed != 0 || st.BadAuth != 0 || st.Duplicates == 0 {
+		t.Errorf("%d NAKs, %d replayed, %d bad tags, %d duplicates: want the copies counted as duplicates only",
+			st.NaksSent, st.Replayed, st.BadAuth, st.Duplicates)
+	}
+}

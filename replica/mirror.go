@@ -111,7 +111,9 @@ type MirrorConfig struct {
 	// that sends on two lines (ServerConfig.MulticastB) tells its line B
 	// group, joined through this interface by NewTransportB (default:
 	// kernel UDP, NewMirrorUDP); the mirror applies the first copy of each
-	// frame from either line (lines.go). Multicast only, without a Key.
+	// frame from either line (lines.go). Multicast only. With a Key both
+	// lines' sealed copies meet one replay window (1,024 datagrams): the
+	// second copy of each counts as a duplicate, not a replay.
 	IfaceB        netip.Addr
 	NewTransportB func(DatagramSpec) (Transport, error)
 	// LineWindow is how long a hole waits for the other line before it

@@ -8,10 +8,10 @@ import (
 )
 
 // lines reports whether the mirror announces HelloLines: it has a line B
-// and takes multicast datagrams without a key.
+// and takes multicast datagrams.
 func (m *Mirror) lines() bool {
 	c := &m.cfg
-	return (c.IfaceB.IsValid() || c.NewTransportB != nil) && !c.TCPOnly && !c.Unicast && c.Key == nil
+	return (c.IfaceB.IsValid() || c.NewTransportB != nil) && !c.TCPOnly && !c.Unicast
 }
 
 // checkMirrorLines validates and completes the line B settings.
@@ -22,11 +22,8 @@ func checkMirrorLines(cfg *MirrorConfig) error {
 	if !cfg.IfaceB.IsValid() && cfg.NewTransportB == nil {
 		return nil
 	}
-	switch {
-	case cfg.Unicast:
+	if cfg.Unicast {
 		return fmt.Errorf("%w: a second line is multicast only (Unicast set)", ErrLines)
-	case cfg.Key != nil:
-		return fmt.Errorf("%w: a second line is not keyed yet (Key set)", ErrLines)
 	}
 	if cfg.NewTransportB == nil {
 		cfg.NewTransportB = NewMirrorUDP

@@ -134,8 +134,6 @@ func (l *lineFlags) mirror(cfg *replica.MirrorConfig, a *xdpFlags, log *slog.Log
 		return usagef("--transport-b needs --iface-b or --xdp-b (line B's interface)")
 	case cfg.Unicast || cfg.TCPOnly:
 		return usagef("--iface-b: a second line is multicast only (not with --unicast or --tcp)")
-	case cfg.Key != nil:
-		return usagef("--iface-b: a second line is not keyed yet (not with --key)")
 	}
 	var err error
 	if cfg.IfaceB, err = lineIface(l.iface); err != nil {
