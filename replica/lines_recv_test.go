@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"testing"
@@ -208,5 +209,29 @@ func TestLineRecvIdleHeartbeats(t *testing.T) {
 	recvAll(t, l)
 	if len(evs) != 1 || evs[0] != "A false" || st[0].Downs != 1 {
 		t.Fatalf("events %v, line A %+v: want A down once", evs, st[0])
+	}
+}
+
+// failLine is a line whose receives fail.
+type failLine struct {
+	fakeLine
+	err error
+}
+
+func (f *failLine) RecvBatch([]Message, time.Duration) (int, error) { return 0, f.err }
+
+// A line whose receive fails is counted and skipped while the other
+// delivers; both failing ends the receive.
+func TestLineRecvErrors(t *testing.T) {
+	a, b := &fakeLine{}, &failLine{err: errors.New("ENETDOWN")}
+	var st [2]LineStats
+	l := newLineRecv(a, b, lineSrcA, lineSrcB, &st, func(int, bool) {})
+	a.frame(lineSrcA.Addr(), 1)
+	if got := recvAll(t, l); len(got) != 1 || st[1].Errors != 1 {
+		t.Fatalf("received %d, line B %+v: want A's datagram and B's error counted", len(got), st[1])
+	}
+	l2 := newLineRecv(&failLine{err: ErrClosed}, &failLine{err: ErrClosed}, lineSrcA, lineSrcB, &st, func(int, bool) {})
+	if _, err := l2.RecvBatch(make([]Message, 4), 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("both lines closed: %v, want ErrClosed", err)
 	}
 }
