@@ -164,12 +164,20 @@
 // the shared key and every datagram and PUNCH is sealed (package auth).
 // HELLO bit6 (HelloHistory), answered with GeometryHistory by a source
 // with a History, has what the ring lost served from that history over
-// TCP, in order, before the ring's records (history.go).
+// TCP, in order, before the ring's records (history.go). HELLO bit7
+// (HelloLines), answered with GeometryLines and a second MULTICAST
+// frame by a source with ServerConfig.MulticastB, has the mirror take
+// the datagrams on two lines and apply the first copy of each frame
+// (lines.go); it starts no goroutine: the lines are one Transport to the
+// sender and to the mirror's loop.
 //
 // # Files
 //
 //	doc.go                   this overview
 //	history.go               History: records the ring lost, served from an archive, then the ring
+//	lines.go                 two lines (A/B feeds): the source's lineSender, line B's MULTICAST
+//	lines_recv.go            lineRecv: a mirror's two lines, first arrival counted, dark lines
+//	lines_stats.go           LineStats: per line received, first, late (by how much), lost
 //	loop.go                  Loop: one locked thread that turns through many senders and mirrors
 //	loop_mirror.go           a mirror connection as a Loop member (mirrorMember)
 //	loop_server.go           a server's sender as a Loop member, and its ring watcher
@@ -177,6 +185,7 @@
 //	mirror_conn.go           conn: a mirror's connection, its TCP reader goroutine
 //	mirror_connect.go        Connect: dial, HELLO and GEOMETRY, the mirror ring, datagrams, PUNCH
 //	mirror_events.go         MirrorEvent, MirrorEventKind
+//	mirror_lines.go          the mirror's line B: HelloLines, its MULTICAST, the window
 //	mirror_keyed.go          the mirror's TLS, SESSION and datagram checks of keyed replication
 //	mirror_ring.go           mirrorRing: writes records at the source's sequences, publishes
 //	mirror_run.go            Run: connect, step, reconnect

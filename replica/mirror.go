@@ -107,6 +107,18 @@ type MirrorConfig struct {
 	// (ServerConfig.History) then answers a start or a NAK older than its
 	// ring as one without does, with its oldest record or a GAP.
 	NoHistory bool
+	// IfaceB, when set (or NewTransportB), announces HelloLines: a source
+	// that sends on two lines (ServerConfig.MulticastB) tells its line B
+	// group, joined through this interface by NewTransportB (default:
+	// kernel UDP, NewMirrorUDP); the mirror applies the first copy of each
+	// frame from either line (lines.go). Multicast only. With a Key both
+	// lines' sealed copies meet one replay window (1,024 datagrams): the
+	// second copy of each counts as a duplicate, not a replay.
+	IfaceB        netip.Addr
+	NewTransportB func(DatagramSpec) (Transport, error)
+	// LineWindow is how long a hole waits for the other line before it
+	// is NAKed (default DefaultLineWindow; negative: NAK at once).
+	LineWindow time.Duration
 }
 
 // Mirror keeps a local ring identical to a source ring: same sequence
@@ -197,6 +209,9 @@ func NewMirror(cfg MirrorConfig) (*Mirror, error) {
 	}
 	if cfg.NewTransport == nil {
 		cfg.NewTransport = NewMirrorUDP
+	}
+	if err := checkMirrorLines(&cfg); err != nil {
+		return nil, err
 	}
 	if cfg.Spin {
 		cfg.Wait = WaitSpin

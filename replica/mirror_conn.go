@@ -44,6 +44,10 @@ type conn struct {
 	udp  Transport
 	mc   wire.Multicast
 	spec DatagramSpec
+	// lineB is line B's MULTICAST when the source sends on two lines
+	// (hasLineB; mirror_lines.go).
+	lineB    wire.Multicast
+	hasLineB bool
 	// open checks the keyed source's datagrams, punchSeal seals our
 	// PUNCHes (nil without a key); the mirror's loop uses both.
 	open      *auth.Opener

@@ -154,6 +154,9 @@ func (m *Mirror) handshake(c *conn) error {
 	if !m.cfg.NoHistory {
 		flags |= wire.HelloHistory
 	}
+	if m.lines() {
+		flags |= wire.HelloLines
+	}
 	if !m.cfg.TCPOnly {
 		flags |= wire.HelloUDP
 		if m.cfg.Unicast {
@@ -189,6 +192,9 @@ func (m *Mirror) handshake(c *conn) error {
 		if mc, err = wire.ParseMulticast(mp); err != nil {
 			return err
 		}
+	}
+	if err := m.readLineB(c, h, mc); err != nil {
+		return err
 	}
 	sid, hasSID := uint64(mc.Session), h.Flags&wire.GeometryMulticast != 0
 	if h.Flags&wire.GeometrySession64 != 0 {
@@ -304,6 +310,9 @@ func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
 	t, err := m.cfg.NewTransport(spec)
 	if err != nil {
 		return fmt.Errorf("datagram transport: %w", err)
+	}
+	if t, err = m.withLineB(c, t, spec); err != nil {
+		return err
 	}
 	c.udp, c.mc, c.spec = t, mc, spec
 	if p, ok := t.(Pollable); ok {

@@ -19,9 +19,13 @@ const (
 	// another mirror, ...). Err says why; Backoff is the wait before the
 	// next attempt (0: none, MirrorConfig.Once).
 	MirrorConnectFailed
+	// MirrorLineDown: line Line (of two, lines.go) delivered nothing for
+	// LineDark while the other did; MirrorLineUp: it delivers again.
+	MirrorLineDown
+	MirrorLineUp
 )
 
-var mirrorEventNames = [...]string{"connected", "disconnected", "connect failed"}
+var mirrorEventNames = [...]string{"connected", "disconnected", "connect failed", "line down", "line up"}
 
 func (k MirrorEventKind) String() string {
 	return kindName(mirrorEventNames[:], int(k), "MirrorEventKind")
@@ -34,6 +38,7 @@ type MirrorEvent struct {
 	Source  string // the source's address, MirrorConfig.Source
 	Err     error
 	Backoff time.Duration // for MirrorConnectFailed
+	Line    string        // "A" or "B", for MirrorLineDown and MirrorLineUp
 }
 
 func (m *Mirror) emit(k MirrorEventKind, err error, backoff time.Duration) {

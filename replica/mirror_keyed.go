@@ -106,6 +106,8 @@ func (m *Mirror) openDatagram(c *conn, b []byte) ([]byte, bool) {
 	switch {
 	case err == nil:
 		return f, true
+	case errors.Is(err, auth.ErrReplay) && c.hasLineB:
+		m.stats.Duplicates++ // the other line's copy, most likely (lines.go)
 	case errors.Is(err, auth.ErrReplay):
 		m.stats.Replayed++
 	default:

@@ -67,6 +67,13 @@ type sequencer struct {
 	// mirror first looked at it (pendingGapDue).
 	pendingGap   uint64
 	pendingSince time.Time
+	// window (0: none) is the arbitration window of two lines (A/B): a
+	// hole is NAKed only once it has lasted this long, since the other
+	// line may still fill it; hole is when the current hole was first
+	// seen, holeFrom the next sequence then (a hole that moved is new).
+	window   time.Duration
+	hole     time.Time
+	holeFrom uint64
 }
 
 func newSequencer(shape wire.Shape, next uint64, out recordSink, stats *MirrorStats) *sequencer {
@@ -257,7 +264,10 @@ func (s *sequencer) wantNak(now time.Time) (first, last uint64, ok bool) {
 		end = s.hb
 	}
 	if end < s.next || s.suppressNaks {
-		s.hbHole = time.Time{}
+		s.hbHole, s.hole = time.Time{}, time.Time{}
+		return 0, 0, false
+	}
+	if s.window > 0 && s.inWindow(now) {
 		return 0, 0, false
 	}
 	if held {
@@ -282,6 +292,25 @@ func (s *sequencer) wantNak(now time.Time) (first, last uint64, ok bool) {
 	s.nakOut, s.nakLast, s.nakAt = true, last, now
 	s.stats.NaksSent++
 	return first, last, true
+}
+
+// inWindow reports whether the current hole is younger than the
+// arbitration window (lines.go): the other line may still fill it.
+func (s *sequencer) inWindow(now time.Time) bool {
+	if s.hole.IsZero() || s.holeFrom != s.next {
+		s.hole, s.holeFrom = now, s.next
+	}
+	return now.Sub(s.hole) < s.window
+}
+
+// windowLeft is how long the current hole's arbitration window has
+// left (0: it ended, its NAK is due), for the loop's sleep; a long time
+// when no window runs (none, no hole, or its NAK is out).
+func (s *sequencer) windowLeft(now time.Time) time.Duration {
+	if s.window <= 0 || s.hole.IsZero() || s.holeFrom != s.next || s.nakOut {
+		return time.Hour
+	}
+	return max(s.hole.Add(s.window).Sub(now), 0)
 }
 
 // lag is how far the mirror is behind the newest sequence it has heard of.

@@ -87,6 +87,9 @@ func (m *Mirror) nextDue(c *conn, now time.Time) time.Duration {
 	if m.seq != nil && (m.seq.nakOut || len(m.seq.held) > 0) {
 		d = min(d, NakRepeat)
 	}
+	if m.seq != nil {
+		d = min(d, m.seq.windowLeft(now)) // a hole's NAK after the line window
+	}
 	if c.udp != nil && c.mc.Unicast() {
 		interval := punchEvery
 		if m.stats.Datagrams == 0 {

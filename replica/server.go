@@ -165,6 +165,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.Multicast.IsValid() && !cfg.Multicast.Addr().IsMulticast() {
 		return nil, fmt.Errorf("replica: %v is not a multicast group", cfg.Multicast)
 	}
+	if err := checkLines(&cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Spin {
 		cfg.Wait = WaitSpin
 	}
@@ -225,7 +228,7 @@ func (s *Server) openDatagrams() error {
 	}
 	s.udp = s.cfg.Transport
 	if s.udp != nil {
-		return nil
+		return s.openLineB()
 	}
 	bind := netip.AddrPortFrom(netip.IPv4Unspecified(), uint16(s.cfg.UDPPort))
 	cfg := UDPConfig{Bind: bind, Iface: s.cfg.Iface, TTL: s.cfg.TTL, Loopback: s.cfg.Loopback, SocketBuffer: 4 << 20}
@@ -238,7 +241,7 @@ func (s *Server) openDatagrams() error {
 		return fmt.Errorf("replica: datagram transport: %w", err)
 	}
 	s.udp = t
-	return nil
+	return s.openLineB()
 }
 
 // Addr is the TCP control address.

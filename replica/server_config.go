@@ -118,6 +118,17 @@ type ServerConfig struct {
 	// frames are repair (the budget above). nil: every mirror is served
 	// from the ring alone, as a mirror that does not announce it is.
 	History History
+	// MulticastB, when set, sends every datagram to line A's group
+	// (Multicast) on a second line too: this group, through IfaceB's
+	// interface (--multicast-b, --iface-b), by TransportB (default: what
+	// NewTransportB opens for IfaceB, else kernel UDP: NewTransport opens
+	// line A's). A mirror that
+	// announces HelloLines takes both and applies the first copy
+	// (lines.go).
+	MulticastB    netip.AddrPort
+	IfaceB        netip.Addr
+	TransportB    Transport
+	NewTransportB func(UDPConfig) (Transport, error)
 }
 
 // AdaptiveLinger is the linger of the adaptive pacing.

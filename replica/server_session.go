@@ -293,9 +293,16 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	if ss.history {
 		flags |= wire.GeometryHistory
 	}
+	mcB, lines := s.lineBFor(hello, mc, udp)
+	if lines {
+		flags |= wire.GeometryLines
+	}
 	b = wire.AppendGeometry(b, first, flags, wire.GeometryOf(s.ring.Layout()))
 	if udp {
 		b = wire.AppendMulticast(b, mc)
+	}
+	if lines {
+		b = wire.AppendMulticast(b, mcB)
 	}
 	if flags&wire.GeometrySession64 != 0 {
 		sess := s.sess

@@ -60,6 +60,9 @@ type MirrorStats struct {
 	// Wait counts how Run's loop waited when nothing had arrived: spins,
 	// sched_yield calls, sleeps and what ended them (MirrorConfig.Wait).
 	Wait WaitStats
+	// Lines counts line A and line B of a mirror that takes two
+	// (MirrorConfig.IfaceB; lines.go); zero without.
+	Lines [2]LineStats
 }
 
 // WaitStats counts a hot loop's waiting (see MirrorStats.Wait).

@@ -32,6 +32,8 @@ type collector struct {
 	// recordInfo carries a recorder's archive directory (value 1);
 	// recordFailures counts its runs that failed, across restarts.
 	recordInfo, recordFailures *prometheus.Desc
+	// lines: a local mirror's counters per line (mirror --iface-b).
+	lines *lineMetrics
 }
 
 // ringMetric is one series per ring, read from S, a unit's counters.
@@ -140,6 +142,7 @@ func newCollector(set *unitSet) *collector {
 	mir("gap_records_total", "Records the mirror lost (GAP).", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Gaps) })
 	mir("drops_total", "Datagrams the mirror could not use.", k, true, func(m replica.MirrorInfo) float64 { return float64(m.Drops) })
 	c.addLocal()
+	c.lines = newLineMetrics()
 	c.addRecord()
 	c.serveInfo = prometheus.NewDesc("ringfire_serve_info", "A served ring's datagram transport (value 1).", []string{"ring", "transport"}, nil)
 	c.localInfo = prometheus.NewDesc("ringfire_local_mirror_info", "A local mirror's source and transport (value 1).", []string{"ring", "source", "transport"}, nil)
@@ -199,6 +202,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.serveInfo
 	ch <- c.localInfo
 	c.describeRecord(ch)
+	c.lines.describe(ch)
 }
 
 // Collect implements prometheus.Collector: one snapshot of the counters
@@ -215,6 +219,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		st := u.m.Stats()
 		emit(ch, c.local, st, u.name)
 		ch <- prometheus.MustNewConstMetric(c.localInfo, prometheus.GaugeValue, 1, u.name, u.source, st.Transport)
+		c.lines.collect(ch, u.name, st)
 	}
 	c.collectRecord(ch)
 }
@@ -223,6 +228,7 @@ func (c *collector) collectServer(ch chan<- prometheus.Metric, ring string, s *r
 	st := s.Stats()
 	emit(ch, c.server, st, ring)
 	ch <- prometheus.MustNewConstMetric(c.serveInfo, prometheus.GaugeValue, 1, ring, st.Transport)
+	c.lines.collectServe(ch, ring, s)
 	for _, k := range replica.RefusalKinds() {
 		ch <- prometheus.MustNewConstMetric(c.refusals, prometheus.CounterValue, float64(st.RefusedOf(k)), ring, k.String())
 	}

@@ -46,6 +46,7 @@ type mirrorFlags struct {
 	wait                            waitFlags
 	key                             keyFlags
 	xdp                             xdpFlags
+	lines                           lineFlags // line B: --iface-b, --xdp-b, --transport-b, --line-window
 }
 
 func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
@@ -67,6 +68,7 @@ func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
 	fs.BoolVar(&f.anySource, "any-source", false, "accept datagrams from any address (default: only from the source's)")
 	f.key.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
 	f.xdp.add(fs)
+	f.lines.addMirror(fs)
 	return f
 }
 
@@ -147,6 +149,7 @@ func printMirrorStats(w io.Writer, st replica.MirrorStats, asJSON bool) {
 	fmt.Fprintf(w, "  source faults: protocol errors %d, silent %d\n", st.SourceErrors, st.SourceSilent)
 	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d, foreign %d\n",
 		st.NaksSent, st.Duplicates, st.Stale, st.OtherSession, st.Malformed, st.Overflow, st.FarAhead, st.Foreign)
+	printLineStats(w, st)
 }
 
 // mirrorMaxSize is mirror's --max-size: a size (maxSize), or auto (the

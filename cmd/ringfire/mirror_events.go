@@ -33,6 +33,10 @@ func mirrorEvents(log *slog.Logger, now func() time.Time) func(replica.MirrorEve
 				log.Warn("cannot connect to the source", "source", e.Source, "err", e.Err,
 					"failures", n, "backoff", e.Backoff)
 			}
+		case replica.MirrorLineDown:
+			log.Warn("line down: nothing from it while the other line delivers", "source", e.Source, "line", e.Line, "after", replica.LineDark)
+		case replica.MirrorLineUp:
+			log.Info("line up: it delivers again", "source", e.Source, "line", e.Line)
 		}
 	}
 }

@@ -64,6 +64,7 @@ type serveFlags struct {
 	pendingPerAddr   int
 	repair           repairFlags
 	archive          string
+	lines            lineFlags // line B: --multicast-b, --iface-b, --transport-b, --xdp-b
 }
 
 // addServeFlags registers the flags that describe how one ring is served:
@@ -91,6 +92,7 @@ func addServeFlags(fs *flag.FlagSet) *serveFlags {
 	fs.StringVar(&f.archive, "archive", "", "answer a mirror asking for records the ring no longer holds from the archive in `DIR` (ringfire record of this ring), then go on with the ring: no gap")
 	f.key.add(fs, "with --key, also encrypt the datagrams' payloads (TCP is always encrypted under a key)")
 	f.xdp.add(fs)
+	f.lines.addServe(fs)
 	return f
 }
 

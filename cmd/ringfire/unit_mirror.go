@@ -60,10 +60,14 @@ func (f *mirrorFlags) unit(source, path string, log *slog.Logger, published func
 	}
 	f.xdp.busyPollFor(&tc, mode)
 	xo := newOpener(tc, &f.xdp, log)
-	m, err := replica.NewMirror(replica.MirrorConfig{Source: source, Ring: path, From: start, Unicast: f.unicast,
+	mcfg := replica.MirrorConfig{Source: source, Ring: path, From: start, Unicast: f.unicast,
 		TCPOnly: f.tcp, Iface: ifa, Once: f.once, Wait: mode, Pin: pin, Reconnect: time.Duration(f.reconnectMS) * time.Millisecond,
 		NewTransport: xo.mirrorTransport(), NoTelemetry: f.noTelemetry, NoSession64: f.noTelemetry, NoHistory: f.noTelemetry || f.noHistory, Events: mirrorEvents(log, time.Now),
-		MaxRingSize: f.maxSize.opt(), SourceTimeout: f.sourceTimeout.opt(), AnySource: f.anySource, Key: key, Encrypt: f.key.encrypt, Published: published, Loop: f.loop})
+		MaxRingSize: f.maxSize.opt(), SourceTimeout: f.sourceTimeout.opt(), AnySource: f.anySource, Key: key, Encrypt: f.key.encrypt, Published: published, Loop: f.loop}
+	if err := f.lines.mirror(&mcfg, &f.xdp, log); err != nil {
+		return nil, err
+	}
+	m, err := replica.NewMirror(mcfg)
 	if err != nil {
 		return nil, err
 	}

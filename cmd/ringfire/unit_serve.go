@@ -48,6 +48,9 @@ func (f *serveFlags) unit(path string, log *slog.Logger) (*serveUnit, error) {
 		return nil, usagef("--xdp/--transport carries datagrams: it needs --multicast or --udp")
 	}
 	cfg.NewTransport = newOpener(tc, &f.xdp, log).serverTransport()
+	if err := f.lines.serve(&cfg, &f.xdp, log); err != nil {
+		return nil, err
+	}
 	ar, err := openArchive(f.archive)
 	if err != nil {
 		return nil, err
@@ -65,7 +68,7 @@ func (u *serveUnit) run(ctx context.Context, started func(context.Context, *repl
 		if err != nil || srv == nil {
 			return err
 		}
-		u.log.Info("serving", "ring", u.path, "bind", srv.Addr(), "unix", srv.UnixAddr(), "multicast", u.cfg.Multicast, "udp", u.cfg.UDPPort, "session", srv.Session())
+		u.log.Info("serving", "ring", u.path, "bind", srv.Addr(), "unix", srv.UnixAddr(), "multicast", u.cfg.Multicast, "multicast_b", u.cfg.MulticastB, "udp", u.cfg.UDPPort, "session", srv.Session())
 		sctx, stop := context.WithCancel(ctx)
 		if started != nil {
 			started(sctx, srv)

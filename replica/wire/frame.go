@@ -95,6 +95,10 @@ const (
 	// where a version-1 source sends GAP; the source acknowledges with
 	// GeometryHistory.
 	HelloHistory uint8 = 1 << 6
+	// HelloLines: the mirror can take a second line (A/B feeds): the
+	// source acknowledges with GeometryLines and a second MULTICAST frame
+	// describing line B.
+	HelloLines uint8 = 1 << 7
 )
 
 // GEOMETRY flags.
@@ -115,6 +119,10 @@ const (
 	// what its ring no longer holds (set only for a mirror that announced
 	// HelloHistory, by a source that has a history).
 	GeometryHistory uint8 = 1 << 5
+	// GeometryLines: a second MULTICAST frame, line B's, follows the first
+	// (set only for a mirror that announced HelloLines, by a source that
+	// sends its datagrams on two lines).
+	GeometryLines uint8 = 1 << 6
 )
 
 // HELLO start sequences.

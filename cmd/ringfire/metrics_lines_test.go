@@ -1,0 +1,68 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/ringfire/ringfire/replica"
+)
+
+// lineCollector exports one mirror's line series from fixed stats.
+type lineCollector struct {
+	lm *lineMetrics
+	st replica.MirrorStats
+}
+
+func (c lineCollector) Describe(ch chan<- *prometheus.Desc) { c.lm.describe(ch) }
+func (c lineCollector) Collect(ch chan<- prometheus.Metric) { c.lm.collect(ch, "r", c.st) }
+
+// The line series of a mirror of two lines pass promlint, carry its
+// counters, and a mirror of one line exports none.
+func TestLineMetricsLint(t *testing.T) {
+	var st replica.MirrorStats
+	st.Lines[0] = replica.LineStats{Name: "udp", Up: true, Received: 7, First: 5, Late: 2, LateBy: [replica.LateBuckets]uint64{1, 1}}
+	st.Lines[1] = replica.LineStats{Name: "xdp", Lost: 3, Downs: 1}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(lineCollector{newLineMetrics(), st})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("promlint: %v %v", problems, err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "ring" {
+					key += " " + l.GetValue()
+				}
+			}
+			got[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for k, v := range map[string]float64{
+		"ringfire_local_mirror_line_lost_total B":           3,
+		"ringfire_local_mirror_line_up A":                   1,
+		"ringfire_local_mirror_line_up B":                   0,
+		"ringfire_local_mirror_line_late_by_total 1e-05 A":  1,
+		"ringfire_local_mirror_line_late_by_total 0.0001 A": 1,
+		"ringfire_local_mirror_line_late_by_total +Inf A":   0,
+		"ringfire_local_mirror_line_datagrams_total A":      7,
+		"ringfire_local_mirror_line_downs_total B":          1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (exported %v), want %v", k, g, ok, v)
+		}
+	}
+	one := prometheus.NewPedanticRegistry()
+	one.MustRegister(lineCollector{newLineMetrics(), replica.MirrorStats{}})
+	if mfs, err := one.Gather(); err != nil || len(mfs) != 0 {
+		t.Fatalf("a mirror of one line exports %d families (%v), want none", len(mfs), err)
+	}
+}

@@ -1,0 +1,44 @@
+package replica
+
+import "time"
+
+// LateBuckets is the number of buckets of LineStats.LateBy; LateBounds
+// their upper bounds (the last bucket is everything later).
+const LateBuckets = 5
+
+// LateBounds are the upper bounds of LineStats.LateBy's first buckets:
+// a frame this line delivered after the other line, by less than
+// LateBounds[i] (and at least LateBounds[i-1]), is counted in LateBy[i].
+var LateBounds = [LateBuckets - 1]time.Duration{
+	10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond, 10 * time.Millisecond,
+}
+
+// LineStats counts one line of a mirror's two (A/B feeds, lines.go).
+// Frames are DATA datagrams, told apart by their first sequence.
+type LineStats struct {
+	Name string // the line's transport ("udp", "xdp", "afpacket"); "" without lines
+	Up   bool   // the line delivers (false once it went dark, until it delivers again)
+
+	Received uint64 // datagrams received on this line (DATA, HEARTBEAT, --dup copies)
+	First    uint64 // DATA frames this line delivered before the other line
+	Late     uint64 // DATA frames it delivered after the other line had
+	// LateBy is Late by how much later than the other line (LateBounds).
+	LateBy [LateBuckets]uint64
+	// Lost counts DATA frames the other line delivered and this one had
+	// not delivered before lineTable later frames had come.
+	Lost uint64
+	// Downs counts the times the line went dark (nothing from it for
+	// LineDark while the other delivered), Ups those it came back.
+	Downs, Ups uint64
+	// Errors counts failed receives on this line (the other went on).
+	Errors uint64
+}
+
+func (st *LineStats) late(d time.Duration) {
+	st.Late++
+	i := 0
+	for i < len(LateBounds) && d >= LateBounds[i] {
+		i++
+	}
+	st.LateBy[i]++
+}
