@@ -299,7 +299,9 @@ func TestHold(t *testing.T) {
 // Work queued that no descriptor shows (OnPending) keeps the loop from
 // sleeping when found before the sleep (the notify is on its way:
 // Skipped), and a sleep that ran to its bound with work queued is counted
-// as a lost wake-up (PendingSleeps).
+// as a lost wake-up (PendingSleeps) once the next sleep finds that no
+// notify came since; one that came (queued as the sleep timed out, its
+// notify under way) is not.
 func TestPendingSleeps(t *testing.T) {
 	w := newWaker(t)
 	d := NewIdler(Strategy{Mode: Block}, w)
@@ -311,16 +313,29 @@ func TestPendingSleeps(t *testing.T) {
 		t.Fatalf("stats %+v: want the sleep skipped for queued work", st)
 	}
 	calls := 0
-	d.OnPending(func() bool { calls++; return calls > 1 }) // queued during the sleep, nobody notified
+	d.OnPending(func() bool { calls++; return calls == 2 }) // queued during the sleep, nobody notified
 	d.Round()
 	d.Idle(time.Millisecond)
-	if st := d.Stats(); st.Sleeps != 1 || st.Timeouts != 1 || st.PendingSleeps != 1 {
+	d.Round()
+	d.Idle(time.Millisecond)
+	if st := d.Stats(); st.Sleeps != 2 || st.Timeouts != 2 || st.PendingSleeps != 1 {
 		t.Fatalf("stats %+v: want one timed-out sleep counted as pending", st)
+	}
+	calls = 0
+	d.Round()
+	d.Idle(time.Millisecond) // queued as it timed out...
+	w.Notify()               // ...its notify under way
+	d.Round()
+	d.Idle(time.Millisecond)
+	if st := d.Stats(); st.PendingSleeps != 1 {
+		t.Fatalf("stats %+v: a sleep whose work was notified after it counted as pending", st)
 	}
 	d.OnPending(func() bool { return false })
 	d.Round()
 	d.Idle(time.Millisecond)
-	if st := d.Stats(); st.Timeouts != 2 || st.PendingSleeps != 1 {
+	d.Round()
+	d.Idle(time.Millisecond)
+	if st := d.Stats(); st.PendingSleeps != 1 {
 		t.Fatalf("stats %+v: a sleep with nothing queued counted as pending", st)
 	}
 }

@@ -49,6 +49,12 @@ type Idler struct {
 	onSleep func(max time.Duration)
 	// pending, when set (OnPending), reports work no descriptor shows.
 	pending func() bool
+	// suspect: a sleep ran to its bound with work pending, when the
+	// Waker's count was suspectGen. Judged at the next sleep: a notify
+	// since (the queueing goroutine's, under way as the sleep timed out)
+	// clears it; none is a lost wake-up.
+	suspect    bool
+	suspectGen uint64
 }
 
 // OnPending sets f to be called, on the loop's goroutine, just before
@@ -56,8 +62,8 @@ type Idler struct {
 // loop's sources hold work that no descriptor of the loop shows (queued
 // by another goroutine, which notifies the Waker after queueing). Work
 // found before a sleep skips it (counted in Skipped: the notify is on
-// its way); work found after a whole sleep was a lost wake-up
-// (PendingSleeps).
+// its way); work found after a whole sleep, whose notify has still not
+// come by the next sleep, was a lost wake-up (PendingSleeps).
 func (d *Idler) OnPending(f func() bool) { d.pending = f }
 
 // OnSleep sets f to be called, on the loop's goroutine, each time Idle is
@@ -178,6 +184,7 @@ func (d *Idler) sleep(max time.Duration) {
 	if d.onSleep != nil {
 		d.onSleep(max)
 	}
+	d.judge()
 	if d.pending != nil && d.pending() { // queued, its Waker notify under way
 		d.st.Skipped++
 		return
@@ -207,8 +214,23 @@ func (d *Idler) sleep(max time.Duration) {
 		d.st.Ready++
 	default: // EINTR counts as a timeout: the loop polls again
 		d.st.Timeouts++
-		if d.pending != nil && d.pending() {
-			d.st.PendingSleeps++ // it lay there the whole sleep: nobody woke the loop
+		if d.pending != nil && d.pending() { // queued as the sleep timed out, or before
+			if d.w == nil {
+				d.st.PendingSleeps++
+			} else {
+				d.suspect, d.suspectGen = true, d.w.gen.Load()
+			}
+		}
+	}
+}
+
+// judge counts a suspect sleep whose work was never notified: it lay
+// there the whole sleep, and nobody woke the loop for it since.
+func (d *Idler) judge() {
+	if d.suspect {
+		d.suspect = false
+		if d.w.gen.Load() == d.suspectGen {
+			d.st.PendingSleeps++
 		}
 	}
 }
