@@ -47,13 +47,15 @@ func (m *Mirror) newWaiting() error {
 	return nil
 }
 
-// queued reports whether the TCP reader has queued a frame or its error,
-// which no descriptor of the loop shows (the reader notifies the Waker
-// after queueing): the Idler's OnPending. A sleep that ran to its bound
-// with one queued lost its wake-up (WaitStats.PendingSleeps).
+// queued reports whether the TCP reader has queued a frame, which no
+// descriptor of the loop shows (the reader notifies the Waker after
+// queueing): the Idler's OnPending. A sleep that ran to its bound with
+// one queued lost its wake-up (WaitStats.PendingSleeps). The reader's
+// error is not counted: drainTCP keeps it in errc once handled, so it
+// stays there while the connection ends, and is no work to wake for.
 func (m *Mirror) queued() bool {
 	c := m.c
-	return c != nil && (len(c.frames) > 0 || len(c.errc) > 0)
+	return c != nil && len(c.frames) > 0
 }
 
 // notify wakes Run's loop (a no-op while it does not sleep).
