@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.render, "render", "", "measure nothing: render the report in `file` (a bench.json) as tables, charts (--out) and page (--markdown)")
 	fs.BoolVar(&f.json, "json", false, "print the report as JSON instead of tables")
 	fs.BoolVar(&f.quick, "quick", false, "short durations and a short sweep (a smoke run)")
-	fs.BoolVar(&f.trace, "trace", false, "deployed: every process stamps the records; report the round trip hop by hop, and for the round trips slower than p99 and p99.9 the hop that took the excess and how its thread spent it (running, runnable, asleep: the kernel's scheduler trace)")
+	fs.BoolVar(&f.trace, "trace", false, "deployed: measure each round trip a second time with every process stamping the records (the figures stay the untraced run's); report that run hop by hop, and for its round trips slower than p99 and p99.9 the hop that took the excess and how its thread spent it (running, runnable, asleep: the kernel's scheduler trace)")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (every section but deployed runs in it) to `file`")
 	if _, err := cli.ParseArgs(name, fs, args, 0); err != nil {
 		return cli.HelpOr(err)
