@@ -87,17 +87,18 @@ func (e *lineEvents) wait(t *testing.T, kind replica.MirrorEventKind, line strin
 func pushing(src *source, stop <-chan struct{}) <-chan uint64 {
 	done := make(chan uint64, 1)
 	go func() {
+		tick := time.NewTicker(200 * time.Microsecond) // the producer's pace: 20 records a tick
+		defer tick.Stop()
 		var n uint64
 		for {
 			select {
 			case <-stop:
 				done <- n
 				return
-			default:
+			case <-tick.C:
 			}
 			src.push(20)
 			n += 20
-			time.Sleep(200 * time.Microsecond) // pacing the producer, not synchronising
 		}
 	}()
 	return done
