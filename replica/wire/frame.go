@@ -52,7 +52,7 @@ const (
 	Version           = 1
 
 	// Payload sizes of the kinds whose payload has a fixed size (STATUS:
-	// StatusSize).
+	// StatusSize, or StatusLinesSize with two lines' counters).
 	HelloSize     = 16
 	GeometrySize  = 48
 	MulticastSize = 16
@@ -173,11 +173,15 @@ func ParseHeader(b []byte, maxLen int) (Header, error) {
 	if uint64(h.Len) > uint64(maxLen) {
 		return h, fmt.Errorf("%w: %v of %d bytes, limit %d", ErrTooLarge, h.Kind, h.Len, maxLen)
 	}
-	if want, fixed := fixedLen(h.Kind); fixed && int(h.Len) != want {
+	if want, fixed := fixedLen(h.Kind); fixed && int(h.Len) != want && !statusLines(h) {
 		return h, fmt.Errorf("%w: %v payload of %d bytes, want %d", ErrMalformed, h.Kind, h.Len, want)
 	}
 	return h, nil
 }
+
+// statusLines reports a STATUS with two lines' counters (status_lines.go),
+// the one kind of fixed size with a second size.
+func statusLines(h Header) bool { return h.Kind == KindStatus && h.Len == StatusLinesSize }
 
 // fixedLen is the payload length of kinds whose payload has a fixed size.
 func fixedLen(k Kind) (int, bool) {

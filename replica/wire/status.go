@@ -42,19 +42,33 @@ type Status struct {
 	ID            uint64 // the mirror's identity: stable across reconnections and restarts
 	Transport     string // transport in use, at most 16 bytes ("udp multicast", "tcp", ...)
 	Name          string // the mirror's name, at most 32 bytes
+
+	// HasLines says the STATUS carries Lines, the counters of the
+	// mirror's two lines (A, B): a STATUS of StatusLinesSize bytes, sent
+	// only to a source that sends on two lines (status_lines.go).
+	HasLines bool
+	Lines    [2]StatusLine
 }
 
 // AppendStatus appends a STATUS frame. Transport and Name are cut to their
 // field sizes (on a character boundary); Interval is clamped to 1..65535 ms.
 func AppendStatus(b []byte, st Status) []byte {
 	ms := min(max(st.Interval.Milliseconds(), 1), 65535)
-	b = appendHeader(b, Header{Kind: KindStatus, Count: uint16(ms), Len: StatusSize, Seq: st.Applied})
+	n := uint32(StatusSize)
+	if st.HasLines {
+		n = StatusLinesSize
+	}
+	b = appendHeader(b, Header{Kind: KindStatus, Count: uint16(ms), Len: n, Seq: st.Applied})
 	le := binary.LittleEndian
 	for _, v := range []uint64{st.Lag, st.Naks, st.Retransmitted, st.Gaps, st.Drops, st.ID} {
 		b = le.AppendUint64(b, v)
 	}
 	b = appendField(b, st.Transport, statusTransport)
-	return appendField(b, st.Name, statusName)
+	b = appendField(b, st.Name, statusName)
+	if st.HasLines {
+		b = appendLines(b, st.Lines)
+	}
+	return b
 }
 
 // appendField appends s cut to n bytes (whole characters), NUL-padded.
@@ -78,16 +92,17 @@ func cutString(s string, n int) string {
 	return s[:n]
 }
 
-// ParseStatus decodes a STATUS frame strictly: a 96-byte payload, an
-// interval of at least 1 ms, no header flags (reserved), text fields of UTF-8 without NUL bytes,
-// padded with NULs.
+// ParseStatus decodes a STATUS frame strictly: a 96-byte payload (or
+// StatusLinesSize, with the lines' counters), an interval of at least
+// 1 ms, no header flags (reserved), text fields of UTF-8 without NUL
+// bytes, padded with NULs.
 func ParseStatus(h Header, p []byte) (Status, error) { return ParseStatusAfter(h, p, Status{}) }
 
 // ParseStatusAfter is ParseStatus that reuses prev's text fields where the
 // frame's are the same: a mirror's name and transport rarely change, so a
 // STATUS every interval then allocates nothing.
 func ParseStatusAfter(h Header, p []byte, prev Status) (Status, error) {
-	if h.Kind != KindStatus || len(p) != StatusSize {
+	if h.Kind != KindStatus || (len(p) != StatusSize && len(p) != StatusLinesSize) {
 		return Status{}, fmt.Errorf("%w: STATUS of %d bytes", ErrMalformed, len(p))
 	}
 	if h.Count == 0 || h.Flags != 0 {
@@ -103,6 +118,12 @@ func ParseStatusAfter(h Header, p []byte, prev Status) (Status, error) {
 	}
 	if st.Name, err = parseField(p[64:96], "name", prev.Name); err != nil {
 		return Status{}, err
+	}
+	if len(p) == StatusLinesSize {
+		st.HasLines = true
+		if st.Lines, err = parseLines(p[StatusSize:], prev.Lines); err != nil {
+			return Status{}, err
+		}
 	}
 	return st, nil
 }

@@ -107,28 +107,34 @@ func FuzzParseStatus(f *testing.F) {
 	f.Add(AppendStatus(nil, Status{Applied: 7, Interval: 100 * time.Millisecond, Lag: 3, ID: 9, Transport: "tcp", Name: "a:b"}))
 	f.Add(AppendStatus(nil, Status{Transport: "udp unicast", Name: strings.Repeat("x", 40)}))
 	f.Add(make([]byte, HeaderSize+96))
+	f.Add(AppendStatus(nil, linesStatus()))
+	f.Add(AppendStatus(nil, Status{HasLines: true}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		h, err := ParseHeader(b, StatusSize)
+		h, err := ParseHeader(b, StatusLinesSize)
 		if err != nil || h.Kind != KindStatus || len(b) < HeaderSize+int(h.Len) {
 			return
 		}
-		st, err := ParseStatus(h, b[HeaderSize:HeaderSize+int(h.Len)])
+		p := b[HeaderSize : HeaderSize+int(h.Len)]
+		st, err := ParseStatus(h, p)
 		if err != nil {
 			if !fzCodecErr(err) {
 				t.Fatalf("error %v wraps no codec error", err)
 			}
 			return
 		}
+		if st.HasLines != (len(p) == StatusLinesSize) {
+			t.Fatalf("%d bytes parsed with HasLines %v", len(p), st.HasLines)
+		}
 		// Parsing after any earlier STATUS gives the same result.
-		for _, prev := range []Status{st, {Transport: "tcp", Name: "x"}} {
-			if again, err := ParseStatusAfter(h, b[HeaderSize:HeaderSize+int(h.Len)], prev); err != nil || again != st {
+		for _, prev := range []Status{st, {Transport: "tcp", Name: "x"}, linesStatus()} {
+			if again, err := ParseStatusAfter(h, p, prev); err != nil || again != st {
 				t.Fatalf("after %+v: %+v, %v; want %+v", prev, again, err, st)
 			}
 		}
 		// What parses re-encodes to the same bytes.
 		out := AppendStatus(nil, st)
-		if !bytes.Equal(out, b[:HeaderSize+StatusSize]) {
-			t.Fatalf("round trip\n% x\n% x", b[:HeaderSize+StatusSize], out)
+		if !bytes.Equal(out, b[:HeaderSize+len(p)]) {
+			t.Fatalf("round trip\n% x\n% x", b[:HeaderSize+len(p)], out)
 		}
 	})
 }
