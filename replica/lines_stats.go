@@ -1,10 +1,15 @@
 package replica
 
-import "time"
+import (
+	"cmp"
+	"time"
+
+	"github.com/ringfire/ringfire/replica/wire"
+)
 
 // LateBuckets is the number of buckets of LineStats.LateBy; LateBounds
 // their upper bounds (the last bucket is everything later).
-const LateBuckets = 5
+const LateBuckets = wire.StatusLateBuckets
 
 // LateBounds are the upper bounds of LineStats.LateBy's first buckets:
 // a frame this line delivered after the other line, by less than
@@ -41,4 +46,26 @@ func (st *LineStats) late(d time.Duration) {
 		i++
 	}
 	st.LateBy[i]++
+}
+
+// statusLines are a mirror's lines as its STATUS carries them.
+func statusLines(ls *[2]LineStats) [2]wire.StatusLine {
+	var out [2]wire.StatusLine
+	for i, l := range ls {
+		out[i] = wire.StatusLine{Transport: l.Name, Up: l.Up, Received: l.Received, First: l.First,
+			Late: l.Late, Lost: l.Lost, LateBy: l.LateBy, Downs: l.Downs, Ups: l.Ups, Errors: l.Errors}
+	}
+	return out
+}
+
+// reportedLines are the lines a mirror's STATUS reported (MirrorInfo.Lines):
+// a line with no transport named is "-", so that Name "" keeps meaning
+// "no lines".
+func reportedLines(ls [2]wire.StatusLine) [2]LineStats {
+	var out [2]LineStats
+	for i, l := range ls {
+		out[i] = LineStats{Name: cmp.Or(l.Transport, "-"), Up: l.Up, Received: l.Received, First: l.First,
+			Late: l.Late, Lost: l.Lost, LateBy: l.LateBy, Downs: l.Downs, Ups: l.Ups, Errors: l.Errors}
+	}
+	return out
 }

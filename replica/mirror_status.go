@@ -40,13 +40,19 @@ func (m *Mirror) initTelemetry() {
 // ID is the identity the mirror reports to its source.
 func (m *Mirror) ID() uint64 { return m.id }
 
-// status is the mirror's STATUS now.
-func (m *Mirror) status() wire.Status {
+// status is the mirror's STATUS now, with its lines' counters when the
+// source told it line B's group (lines: it parses them; any other source
+// gets the 96 bytes it knows).
+func (m *Mirror) status(lines bool) wire.Status {
 	st := &m.stats
-	return wire.Status{Applied: m.ring.published, Interval: m.cfg.StatusInterval, Lag: m.seq.lag(),
+	s := wire.Status{Applied: m.ring.published, Interval: m.cfg.StatusInterval, Lag: m.seq.lag(),
 		Naks: st.NaksSent, Retransmitted: st.Retransmitted, Gaps: st.Gaps,
 		Drops: st.Overflow + st.Malformed + st.OtherSession + st.FarAhead + st.Foreign, ID: m.id,
 		Transport: st.Transport, Name: m.cfg.Name}
+	if lines {
+		s.HasLines, s.Lines = true, statusLines(&st.Lines)
+	}
+	return s
 }
 
 // reportStatus hands a STATUS to the connection's status writer when one
@@ -75,7 +81,7 @@ func (m *Mirror) reportStatus(c *conn, now time.Time) {
 		c.asked = 0 // this STATUS answers the REPORT
 	}
 	c.lastStatus, c.reported = now, m.ring.published
-	b := wire.AppendStatus((<-c.statusFree)[:0], m.status()) // never waits: see statusBufs
+	b := wire.AppendStatus((<-c.statusFree)[:0], m.status(c.hasLineB)) // never waits: see statusBufs
 	select {
 	case c.status <- b:
 		c.statusRelay.Kick()
@@ -105,7 +111,7 @@ const statusBufs = 3
 func (c *conn) startStatus() error {
 	c.status, c.statusFree = make(chan []byte, 1), make(chan []byte, statusBufs)
 	for range statusBufs {
-		c.statusFree <- make([]byte, 0, wire.HeaderSize+wire.StatusSize)
+		c.statusFree <- make([]byte, 0, wire.HeaderSize+wire.StatusLinesSize) // the longest STATUS
 	}
 	r, err := idle.NewRelay(c.writeStatus)
 	if err != nil {

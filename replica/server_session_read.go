@@ -20,6 +20,9 @@ func (ss *session) readLoop(ctx context.Context, br *bufio.Reader) error {
 	maxLen := 64
 	if ss.telemetry {
 		maxLen = wire.StatusSize
+		if ss.lines {
+			maxLen = wire.StatusLinesSize // two lines' counters (status_lines.go)
+		}
 	}
 	in := make([]byte, maxLen) // every frame's payload, in turn
 	pace := ss.srv.repairPacer(ss.peer, false, ss.pause)

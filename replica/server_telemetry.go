@@ -47,6 +47,10 @@ type MirrorInfo struct {
 	Retransmitted uint64 // records it received in answer to NAKs
 	Gaps          uint64 // records it lost (the source no longer held them)
 	Drops         uint64 // datagrams it could not use (overflow, malformed, other session)
+	// Lines are the mirror's two lines (A, B) as its STATUS reported them
+	// (mirror_status.go), once its source told it line B's group; Name ""
+	// in both: it reported none.
+	Lines [2]LineStats
 
 	Since      time.Time // when this connection was accepted
 	LastStatus time.Time // when the last STATUS arrived (zero: none)
@@ -183,6 +187,10 @@ func (t *telemetry) status(ss *session, st wire.Status, w uint64, now time.Time)
 	i.ID, i.Name, i.Transport, i.Reported = st.ID, st.Name, st.Transport, true
 	i.Applied, i.MirrorLag = st.Applied, st.Lag
 	i.Naks, i.Retransmitted, i.Gaps, i.Drops = st.Naks, st.Retransmitted, st.Gaps, st.Drops
+	i.Lines = [2]LineStats{}
+	if st.HasLines {
+		i.Lines = reportedLines(st.Lines)
+	}
 	i.LastStatus, r.interval = now, st.Interval
 	i.LagRecords, i.Lag = t.lagAt(i.lagBase(), w, now)
 	t.broadcast()
