@@ -77,6 +77,24 @@ func TestLinesOldMirror(t *testing.T) {
 	}
 }
 
+// finish ends a run of pushing (stop, last): it waits for the mirror to
+// apply every record pushed, closes it, checks that the rings are
+// identical and that every record came over transport, and returns the
+// mirror's counters.
+func (tl *twoLines) finish(t *testing.T, mr *mirror, stop chan struct{}, last <-chan uint64, transport string) replica.MirrorStats {
+	t.Helper()
+	close(stop)
+	n := <-last
+	tl.src.drained()
+	mr.waitFor(n, 10*time.Second)
+	mr.close()
+	st := mr.m.Stats()
+	t.Logf("mirror %+v", st)
+	sameSlots(t, tl.src.path, mr.path, 1)
+	wantAll(t, st, n, transport)
+	return st
+}
+
 // readFrame reads a whole frame.
 func readFrame(t *testing.T, br *bufio.Reader) (wire.Header, []byte) {
 	t.Helper()
@@ -123,15 +141,7 @@ func TestLinesSourceLinkDown(t *testing.T) {
 	mr.waitStats("line A used again", 5*time.Second, func(st replica.MirrorStats) bool {
 		return st.Lines[0].Received > recvA+100
 	})
-	close(stop)
-	n := <-last
-	tl.src.drained()
-	mr.waitFor(n, 10*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
-	wantAll(t, st, n, "udp+udp multicast")
+	st := tl.finish(t, mr, stop, last, "udp+udp multicast")
 	if st.NaksSent != 0 {
 		t.Errorf("%d NAKs while line B lived, want none", st.NaksSent)
 	}
@@ -197,15 +207,7 @@ func bypassLines(t *testing.T, name string, both bool) {
 	mr.waitStats("AF_XDP line A used again", 5*time.Second, func(st replica.MirrorStats) bool {
 		return st.Lines[0].Received > recvA+100
 	})
-	close(stop)
-	n := <-last
-	tl.src.drained()
-	mr.waitFor(n, 10*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
-	wantAll(t, st, n, name+" multicast")
+	st := tl.finish(t, mr, stop, last, name+" multicast")
 	if st.Lines[0].Name+"+"+st.Lines[1].Name != name || st.NaksSent != 0 {
 		t.Errorf("lines %+v, %d NAKs: want %s, no NAK", st.Lines, st.NaksSent, name)
 	}
@@ -235,15 +237,7 @@ func TestLinesKeyed(t *testing.T) {
 	mr.waitStats("line B alone", 5*time.Second, func(st replica.MirrorStats) bool {
 		return st.Lines[1].Received > recvB+300
 	})
-	close(stop)
-	n := <-last
-	tl.src.drained()
-	mr.waitFor(n, 10*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
-	wantAll(t, st, n, "udp+udp multicast")
+	st := tl.finish(t, mr, stop, last, "udp+udp multicast")
 	if st.NaksSent != 0 || st.Replayed != 0 || st.BadAuth != 0 || st.Duplicates == 0 {
 		t.Errorf("%d NAKs, %d replayed, %d bad tags, %d duplicates: want the copies counted as duplicates only",
 			st.NaksSent, st.Replayed, st.BadAuth, st.Duplicates)

@@ -158,15 +158,7 @@ func failover(t *testing.T, loop bool) {
 	mr.waitStats("line A alone", 5*time.Second, func(st replica.MirrorStats) bool {
 		return st.Lines[0].Received > recvA+500
 	})
-	close(stop)
-	n := <-last
-	tl.src.drained()
-	mr.waitFor(n, 10*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
-	wantAll(t, st, n, "udp+udp multicast")
+	st := tl.finish(t, mr, stop, last, "udp+udp multicast")
 	oneConnection(t, st)
 	// (Retransmitted may count record 1: the catch-up of a session that
 	// began on an empty ring sends it over TCP after its first heartbeat.)
