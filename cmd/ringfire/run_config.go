@@ -46,9 +46,12 @@ func checkLoopKeys(c *supervisor.Config) error {
 // checkPorts refuses two [[serve]] tables on one TCP address, one Unix
 // socket or one UDP port: the second could never start (the kernel
 // refuses the address, an interface's AF_XDP transports steer by port).
+// Line B's ports (multicast-b, any KEY-b of a port key) count as the
+// table's own: a port of line B may be its line A's (another group), not
+// another table's.
 func checkPorts(c *supervisor.Config) error {
 	binds := map[string]int{}
-	ports := map[string]int{}
+	ports := map[string]portUse{}
 	socks := map[string]int{}
 	for i := range c.Tables {
 		t := &c.Tables[i]
@@ -57,7 +60,6 @@ func checkPorts(c *supervisor.Config) error {
 		}
 		bind, bindLine := "0.0.0.0:7400", t.Line // serve's default
 		for _, kv := range t.Keys {
-			var port string
 			switch kv.Key {
 			case "bind":
 				bind, bindLine = kv.Text, kv.Line
@@ -66,20 +68,16 @@ func checkPorts(c *supervisor.Config) error {
 					return t.Errorf(kv.Line, kv.Key, "%s is another [[serve]]'s socket already (line %d): each served ring needs its own", kv.Text, at)
 				}
 				socks[kv.Text] = kv.Line
-			case "udp":
-				port = kv.Text
-			case "multicast":
-				if j := strings.LastIndexByte(kv.Text, ':'); j >= 0 {
-					port = kv.Text[j+1:]
-				}
 			}
+			port := udpPortOf(kv.Key, kv.Text)
 			if port == "" || port == "0" {
 				continue
 			}
-			if at, dup := ports[port]; dup {
-				return t.Errorf(kv.Line, kv.Key, "UDP port %s is another [[serve]]'s already (line %d): each served ring needs its own", port, at)
+			use := portUse{line: kv.Line, table: i, lineB: strings.HasSuffix(kv.Key, "-b")}
+			if at, dup := ports[port]; dup && (at.table != i || !(at.lineB || use.lineB)) {
+				return t.Errorf(kv.Line, kv.Key, "UDP port %s is another [[serve]]'s already (line %d): each served ring needs its own", port, at.line)
 			}
-			ports[port] = kv.Line
+			ports[port] = use
 		}
 		if at, dup := binds[bind]; dup {
 			return t.Errorf(bindLine, "bind", "%s is another [[serve]]'s already (line %d): each served ring needs its own TCP address", bind, at)
@@ -87,4 +85,25 @@ func checkPorts(c *supervisor.Config) error {
 		binds[bind] = bindLine
 	}
 	return nil
+}
+
+// portUse is where checkPorts saw a UDP port: the line, the table, and
+// whether a line B key gave it.
+type portUse struct {
+	line, table int
+	lineB       bool
+}
+
+// udpPortOf is the UDP port a serve key's value takes ("" if none): udp
+// and multicast, and their line B keys (multicast-b, udp-b).
+func udpPortOf(key, text string) string {
+	switch strings.TrimSuffix(key, "-b") {
+	case "udp":
+		return text
+	case "multicast":
+		if j := strings.LastIndexByte(text, ':'); j >= 0 {
+			return text[j+1:]
+		}
+	}
+	return ""
 }

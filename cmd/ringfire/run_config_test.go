@@ -31,6 +31,8 @@ func TestRunConfigErrors(t *testing.T) {
 		{"process-wide in a table", "[[serve]]\nring = \"/dev/shm/a\"\nmetrics = \":9464\"\n", `:3: key "metrics": is process-wide`},
 		{"syntax", "[[serve]]\nring = \"/dev/shm/a\"\nudp = = 1\n", `:3: unexpected character`},
 		{"same udp port", "[[serve]]\nring = \"/dev/shm/a\"\nbind = \":7400\"\nudp = 7403\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nmulticast = \"239.1.1.1:7403\"\n", `:8: key "multicast": UDP port 7403 is another [[serve]]'s already (line 4)`},
+		{"line B's port another's udp", "[[serve]]\nring = \"/dev/shm/a\"\nbind = \":7400\"\nudp = 7403\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nmulticast = \"239.1.1.1:7404\"\nmulticast-b = \"239.1.2.1:7403\"\niface-b = \"10.0.1.5\"\n", `:9: key "multicast-b": UDP port 7403 is another [[serve]]'s already (line 4)`},
+		{"udp on another's line B", "[[serve]]\nring = \"/dev/shm/a\"\nbind = \":7400\"\nmulticast = \"239.1.1.1:7401\"\nmulticast-b = \"239.1.2.1:7402\"\niface-b = \"10.0.1.5\"\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nudp = 7402\n", `:10: key "udp": UDP port 7402 is another [[serve]]'s already (line 5)`},
 		{"same unix socket", "[[serve]]\nring = \"/dev/shm/a\"\nunix = \"/run/a.sock\"\n[[serve]]\nring = \"/dev/shm/b\"\nbind = \":7410\"\nunix = \"/run/a.sock\"\n", `:7: key "unix": /run/a.sock is another [[serve]]'s socket already (line 3)`},
 		{"same bind", "[[serve]]\nring = \"/dev/shm/a\"\n[[serve]]\nring = \"/dev/shm/b\"\n", `:3: key "bind": 0.0.0.0:7400 is another [[serve]]'s already (line 1)`},
 		{"empty", "# nothing\n", `the file has no [[serve]], [[mirror]] or [[record]] table`},
