@@ -154,6 +154,7 @@ type mirrorJSON struct {
 	Lagging       bool       `json:"lagging"`
 	Since         time.Time  `json:"since"`
 	LastStatus    *time.Time `json:"last_status,omitempty"`
+	Lines         []lineJSON `json:"lines,omitempty"` // a mirror of two lines (mirror --iface-b)
 }
 
 func tableOf(s *replica.Server) mirrorTable {
@@ -162,7 +163,8 @@ func tableOf(s *replica.Server) mirrorTable {
 		j := mirrorJSON{Mirror: m.Name, Addr: m.Addr.String(), Transport: m.Transport, Connected: m.Connected,
 			Telemetry: m.Telemetry, Reported: m.Reported, Applied: m.Applied, LagRecords: m.LagRecords,
 			LagMS: float64(m.Lag) / float64(time.Millisecond), MirrorLag: m.MirrorLag, Naks: m.Naks,
-			Retransmitted: m.Retransmitted, Gaps: m.Gaps, Drops: m.Drops, Lagging: m.Lagging, Since: m.Since}
+			Retransmitted: m.Retransmitted, Gaps: m.Gaps, Drops: m.Drops, Lagging: m.Lagging, Since: m.Since,
+			Lines: linesJSON(m.Lines)}
 		if m.ID != 0 {
 			j.ID = fmt.Sprintf("%016x", m.ID)
 		}

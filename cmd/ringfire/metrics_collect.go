@@ -250,5 +250,6 @@ func (c *collector) collectServer(ch chan<- prometheus.Metric, ring string, s *r
 			ch <- prometheus.MustNewConstMetric(m.d, m.t, m.value(mi), l[:]...)
 		}
 		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, append(l[:], mi.Transport)...)
+		c.lines.collectMirror(ch, mi, l[:]...)
 	}
 }

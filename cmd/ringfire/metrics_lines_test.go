@@ -66,3 +66,64 @@ func TestLineMetricsLint(t *testing.T) {
 		t.Fatalf("a mirror of one line exports %d families (%v), want none", len(mfs), err)
 	}
 }
+
+// remoteLineCollector exports a served ring's mirror's line series from
+// a fixed row.
+type remoteLineCollector struct {
+	lm *lineMetrics
+	mi replica.MirrorInfo
+}
+
+func (c remoteLineCollector) Describe(ch chan<- *prometheus.Desc) { c.lm.describe(ch) }
+func (c remoteLineCollector) Collect(ch chan<- prometheus.Metric) {
+	c.lm.collectMirror(ch, c.mi, "r", "site-b", "00000000000000ff", "10.0.0.2:4000")
+}
+
+// A served ring's mirror of two lines exports its lines as it reported
+// them, labelled as its other series and by line, promlint-clean; a
+// mirror that reported none exports none.
+func TestMirrorLineMetricsLint(t *testing.T) {
+	var mi replica.MirrorInfo
+	mi.Lines[0] = replica.LineStats{Name: "udp", Up: true, Received: 7, First: 5}
+	mi.Lines[1] = replica.LineStats{Name: "xdp", Lost: 3, Downs: 1, LateBy: [replica.LateBuckets]uint64{0, 0, 0, 0, 2}}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(remoteLineCollector{newLineMetrics(), mi})
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	problems, err := promlint.NewWithMetricFamilies(mfs).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Fatalf("promlint: %v %v", problems, err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "line" || l.GetName() == "late_lt" || l.GetName() == "mirror" {
+					key += " " + l.GetValue()
+				}
+			}
+			got[key] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+		}
+	}
+	for k, v := range map[string]float64{
+		"ringfire_mirror_line_up A site-b":                  1,
+		"ringfire_mirror_line_up B site-b":                  0,
+		"ringfire_mirror_line_first_total A site-b":         5,
+		"ringfire_mirror_line_lost_total B site-b":          3,
+		"ringfire_mirror_line_downs_total B site-b":         1,
+		"ringfire_mirror_line_late_by_total +Inf B site-b":  2,
+		"ringfire_mirror_line_late_by_total 1e-05 A site-b": 0,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (exported %v), want %v", k, g, ok, v)
+		}
+	}
+	one := prometheus.NewPedanticRegistry()
+	one.MustRegister(remoteLineCollector{newLineMetrics(), replica.MirrorInfo{}})
+	if mfs, err := one.Gather(); err != nil || len(mfs) != 0 {
+		t.Fatalf("a mirror of one line exports %d families (%v), want none", len(mfs), err)
+	}
+}

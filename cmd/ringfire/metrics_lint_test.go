@@ -83,7 +83,8 @@ func exportedMetrics(t *testing.T) (*prometheus.Registry, []string) {
 		missing = missing[:0]
 		for _, n := range described {
 			// One line exports no line series: TestLineMetricsLint.
-			oneLine := strings.HasPrefix(n, "ringfire_local_mirror_line_") || strings.HasPrefix(n, "ringfire_serve_line_")
+			oneLine := strings.HasPrefix(n, "ringfire_local_mirror_line_") || strings.HasPrefix(n, "ringfire_serve_line_") ||
+				strings.HasPrefix(n, "ringfire_mirror_line_")
 			if !slices.Contains(got, n) && !oneLine {
 				missing = append(missing, n)
 			}

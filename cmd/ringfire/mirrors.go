@@ -18,8 +18,11 @@ const mirrorsHelp = `Mirrors prints the table of mirrors of a ringfire serve sta
 --metrics ADDR: for each mirror its name, address, transport, the last
 sequence it applied (readable in its ring), its lag behind the source ring in
 records and in milliseconds (the age of the oldest record it has not
-applied), the NAKs it sent and the records it lost to gaps. Mirrors that do
-not report telemetry are listed with "-"; mirrors that left are kept a while.
+applied), the NAKs it sent and the records it lost to gaps, and for a mirror
+of two lines (mirror --iface-b) each line's transport, whether it delivers
+(up) or went dark (down), and the frames it brought first, brought late
+(after the other line) and lost. Mirrors that do not report telemetry are
+listed with "-"; mirrors that left are kept a while.
 ADDR without a host means 127.0.0.1. A ringfire run process serves several
 rings: RING names the one (its name key, else its file's base name).`
 
@@ -79,7 +82,7 @@ func ringQuery(pos []string) string {
 func printMirrorTable(w io.Writer, t mirrorTable) {
 	fmt.Fprintf(w, "write_seq %d, capacity %d, %d mirrors\n", t.WriteSeq, t.Capacity, len(t.Mirrors))
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "MIRROR\tADDRESS\tTRANSPORT\tAPPLIED\tLAG\tLAG MS\tNAKS\tGAPS\tSTATE")
+	fmt.Fprintln(tw, "MIRROR\tADDRESS\tTRANSPORT\tAPPLIED\tLAG\tLAG MS\tNAKS\tGAPS\tSTATE\tLINES (FIRST/LATE/LOST)")
 	for _, m := range t.Mirrors {
 		name := m.Mirror
 		if name == "" {
@@ -101,7 +104,7 @@ func printMirrorTable(w io.Writer, t mirrorTable) {
 		if m.Reported {
 			figures = fmt.Sprintf("%d\t%d\t%.0f\t%d\t%d", m.Applied, m.LagRecords, m.LagMS, m.Naks, m.Gaps)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, m.Addr, m.Transport, figures, state)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, m.Addr, m.Transport, figures, state, linesCell(m.Lines))
 	}
 	tw.Flush()
 }
