@@ -85,14 +85,37 @@ func (tl *twoLines) finish(t *testing.T, mr *mirror, stop chan struct{}, last <-
 	t.Helper()
 	close(stop)
 	n := <-last
+	st := tl.settle(t, mr, n, 10*time.Second)
+	wantAll(t, st, n, transport)
+	return st
+}
+
+// settle waits (up to timeout) for the mirror to apply the n records
+// pushed, closes it, checks that the rings are identical and returns the
+// mirror's counters.
+func (tl *twoLines) settle(t *testing.T, mr *mirror, n uint64, timeout time.Duration) replica.MirrorStats {
+	t.Helper()
 	tl.src.drained()
-	mr.waitFor(n, 10*time.Second)
+	mr.waitFor(n, timeout)
 	mr.close()
 	st := mr.m.Stats()
 	t.Logf("mirror %+v", st)
 	sameSlots(t, tl.src.path, mr.path, 1)
-	wantAll(t, st, n, transport)
 	return st
+}
+
+// bothDeliver waits until each line delivered more than 100 datagrams.
+func bothDeliver(mr *mirror) {
+	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
+	})
+}
+
+// delivers waits until line (0: A, 1: B) delivered n datagrams more than
+// it had.
+func delivers(mr *mirror, line int, n uint64, what string) {
+	from := mr.m.Stats().Lines[line].Received
+	mr.waitStats(what, 5*time.Second, func(st replica.MirrorStats) bool { return st.Lines[line].Received > from+n })
 }
 
 // readFrame reads a whole frame.
@@ -126,9 +149,7 @@ func TestLinesSourceLinkDown(t *testing.T) {
 	mr.connected()
 	stop := make(chan struct{})
 	last := pushing(tl.src, stop)
-	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
-	})
+	bothDeliver(mr)
 	if _, err := tl.p.A.Exec("ip", "link", "set", tl.la.AIf, "down"); err != nil {
 		t.Fatal(err)
 	}
@@ -137,10 +158,7 @@ func TestLinesSourceLinkDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	ev.wait(t, replica.MirrorLineUp, "A")
-	recvA := mr.m.Stats().Lines[0].Received
-	mr.waitStats("line A used again", 5*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > recvA+100
-	})
+	delivers(mr, 0, 100, "line A used again")
 	st := tl.finish(t, mr, stop, last, "udp+udp multicast")
 	if st.NaksSent != 0 {
 		t.Errorf("%d NAKs while line B lived, want none", st.NaksSent)
@@ -192,21 +210,13 @@ func bypassLines(t *testing.T, name string, both bool) {
 	}
 	stop := make(chan struct{})
 	last := pushing(tl.src, stop)
-	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
-	})
+	bothDeliver(mr)
 	tl.linkSet(t, tl.la.BIf, "down")
 	ev.wait(t, replica.MirrorLineDown, "A")
-	recvB := mr.m.Stats().Lines[1].Received
-	mr.waitStats("line B alone", 5*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[1].Received > recvB+300
-	})
+	delivers(mr, 1, 300, "line B alone")
 	tl.linkSet(t, tl.la.BIf, "up")
 	ev.wait(t, replica.MirrorLineUp, "A")
-	recvA := mr.m.Stats().Lines[0].Received
-	mr.waitStats("AF_XDP line A used again", 5*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > recvA+100
-	})
+	delivers(mr, 0, 100, "AF_XDP line A used again")
 	st := tl.finish(t, mr, stop, last, name+" multicast")
 	if st.Lines[0].Name+"+"+st.Lines[1].Name != name || st.NaksSent != 0 {
 		t.Errorf("lines %+v, %d NAKs: want %s, no NAK", st.Lines, st.NaksSent, name)
@@ -228,15 +238,10 @@ func TestLinesKeyed(t *testing.T) {
 	mr.connected()
 	stop := make(chan struct{})
 	last := pushing(tl.src, stop)
-	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
-	})
+	bothDeliver(mr)
 	tl.linkSet(t, tl.la.BIf, "down")
 	ev.wait(t, replica.MirrorLineDown, "A")
-	recvB := mr.m.Stats().Lines[1].Received
-	mr.waitStats("line B alone", 5*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[1].Received > recvB+300
-	})
+	delivers(mr, 1, 300, "line B alone")
 	st := tl.finish(t, mr, stop, last, "udp+udp multicast")
 	if st.NaksSent != 0 || st.Replayed != 0 || st.BadAuth != 0 || st.Duplicates == 0 {
 		t.Errorf("%d NAKs, %d replayed, %d bad tags, %d duplicates: want the copies counted as duplicates only",

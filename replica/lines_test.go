@@ -154,10 +154,7 @@ func failover(t *testing.T, loop bool) {
 	if d := ev.wait(t, replica.MirrorLineDown, "B").Sub(down); d > 100*time.Millisecond {
 		t.Errorf("line B down told after %v, want at most 100 ms", d)
 	}
-	recvA = mr.m.Stats().Lines[0].Received
-	mr.waitStats("line A alone", 5*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > recvA+500
-	})
+	delivers(mr, 0, 500, "line A alone")
 	st := tl.finish(t, mr, stop, last, "udp+udp multicast")
 	oneConnection(t, st)
 	// (Retransmitted may count record 1: the catch-up of a session that
@@ -215,12 +212,7 @@ func TestLinesIndependentLoss(t *testing.T) {
 	waitDatagrams(t, mr)
 	const n = 20000
 	tl.src.pushPaced(n, 20, 200*time.Microsecond)
-	tl.src.drained()
-	mr.waitFor(n, 20*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
+	st := tl.settle(t, mr, n, 20*time.Second)
 	if st.Gaps != 0 || st.Records != n {
 		t.Fatalf("%d records, %d gaps, want %d and none", st.Records, st.Gaps, n)
 	}
