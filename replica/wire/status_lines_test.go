@@ -115,3 +115,13 @@ func TestParseStatusLinesAllocs(t *testing.T) {
 		t.Errorf("%v allocations a STATUS, want 0", n)
 	}
 }
+
+// A mirror appends its STATUS into a recycled buffer every interval: with
+// lines too, that allocates nothing.
+func TestAppendStatusLinesAllocs(t *testing.T) {
+	st := linesStatus()
+	buf := make([]byte, 0, HeaderSize+StatusLinesSize)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendStatus(buf[:0], st) }); n != 0 {
+		t.Errorf("%v allocations a STATUS, want 0", n)
+	}
+}
