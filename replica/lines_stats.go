@@ -2,6 +2,7 @@ package replica
 
 import (
 	"cmp"
+	"strings"
 	"time"
 
 	"github.com/ringfire/ringfire/replica/wire"
@@ -68,4 +69,20 @@ func reportedLines(ls [2]wire.StatusLine) [2]LineStats {
 			Late: l.Late, Lost: l.Lost, LateBy: l.LateBy, Downs: l.Downs, Ups: l.Ups, Errors: l.Errors}
 	}
 	return out
+}
+
+// linesTransport is the transport a mirror's STATUS says, made whole
+// again when the mirror reports lines and its 16-byte field cut it
+// ("udp+udp multicas"): the lines' names joined, then what the cut text
+// ends with, " multicast" or " unicast".
+func linesTransport(st wire.Status) string {
+	if !st.HasLines || len(st.Transport) < wire.StatusTransportSize {
+		return st.Transport
+	}
+	for _, kind := range []string{" multicast", " unicast"} {
+		if full := st.Lines[0].Transport + "+" + st.Lines[1].Transport + kind; strings.HasPrefix(full, st.Transport) {
+			return full
+		}
+	}
+	return st.Transport
 }

@@ -63,6 +63,9 @@ type mirrorRow struct {
 	info     MirrorInfo
 	interval time.Duration // the mirror's STATUS interval
 	left     time.Time     // when it left
+	// said is the transport the mirror's last STATUS said (info.Transport
+	// may be it made whole: linesTransport).
+	said string
 }
 
 // telemetry is a source's table of mirrors, with the sampled history of
@@ -184,7 +187,10 @@ func (t *telemetry) status(ss *session, st wire.Status, w uint64, now time.Time)
 			}
 		}
 	}
-	i.ID, i.Name, i.Transport, i.Reported = st.ID, st.Name, st.Transport, true
+	if st.Transport != r.said || !i.Reported {
+		r.said, i.Transport = st.Transport, linesTransport(st)
+	}
+	i.ID, i.Name, i.Reported = st.ID, st.Name, true
 	i.Applied, i.MirrorLag = st.Applied, st.Lag
 	i.Naks, i.Retransmitted, i.Gaps, i.Drops = st.Naks, st.Retransmitted, st.Gaps, st.Drops
 	i.Lines = [2]LineStats{}

@@ -22,8 +22,11 @@ import (
 //	 +------------------------+-------------------------------------------+
 const (
 	StatusSize      = 96
-	statusTransport = 16 // bytes of the transport field
-	statusName      = 32 // bytes of the name field
+	statusTransport = StatusTransportSize
+	// StatusTransportSize is the bytes of the transport field: a longer
+	// transport is cut.
+	StatusTransportSize = 16
+	statusName          = 32 // bytes of the name field
 	// DefaultStatusInterval is how often a mirror reports STATUS.
 	DefaultStatusInterval = 100 * time.Millisecond
 )
