@@ -82,8 +82,9 @@ type session struct {
 	sent atomic.Uint64
 
 	telemetry bool // the mirror sends STATUS (HelloTelemetry acknowledged)
-	// lines: the mirror was told line B's group (GeometryLines): its
-	// STATUS may carry its lines' counters. Set by the handshake.
+	// lines: the GEOMETRY said GeometryLines (line B follows): the
+	// mirror's STATUS may carry its lines' counters (status_lines.go).
+	// Set by the handshake.
 	lines bool
 	// history: records the ring lost come from ServerConfig.History
 	// (HelloHistory acknowledged; history.go). Set by the handshake
@@ -300,7 +301,7 @@ func (ss *session) handshake(br *bufio.Reader) error {
 	if lines {
 		flags |= wire.GeometryLines
 	}
-	ss.lines = lines
+	ss.lines = flags&wire.GeometryLines != 0 // the mirror's STATUS may carry its lines
 	b = wire.AppendGeometry(b, first, flags, wire.GeometryOf(s.ring.Layout()))
 	if udp {
 		b = wire.AppendMulticast(b, mc)
