@@ -4,6 +4,7 @@ package replica_test
 // STATUS; peers of one line exchange the 96-byte STATUS as before.
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -76,8 +77,9 @@ func TestLinesSourceTable(t *testing.T) {
 
 // TestLinesStatusCompat: a source of two lines reads the 96-byte STATUS
 // of a mirror that asked for lines (a mirror that does not send the
-// counters) and refuses the 336-byte STATUS from a mirror it did not tell
-// line B's group; a mirror of two lines whose source does not send on two
+// counters) and refuses (counted, the table untouched) the 336-byte
+// STATUS from a mirror it did not tell line B's group, or with a reserved
+// bit set; a mirror of two lines whose source does not send on two
 // lines (a script answering without GeometryLines) sends it the 96-byte
 // STATUS.
 func TestLinesStatusCompat(t *testing.T) {
@@ -86,6 +88,8 @@ func TestLinesStatusCompat(t *testing.T) {
 	old := wire.HelloUDP | wire.HelloTelemetry | wire.HelloReportOnAsk
 	long := wire.AppendStatus(nil, wire.Status{Interval: time.Second, Name: "raw", HasLines: true,
 		Lines: [2]wire.StatusLine{{Transport: "udp", Up: true, Received: 3}, {Transport: "xdp"}}})
+	forged := bytes.Clone(long)
+	forged[wire.HeaderSize+wire.StatusSize+96] = 2 // line A's state: a reserved bit
 	for _, tc := range []struct {
 		hello  uint8
 		status []byte
@@ -94,6 +98,7 @@ func TestLinesStatusCompat(t *testing.T) {
 		{old | wire.HelloLines, wire.AppendStatus(nil, wire.Status{Interval: time.Second, Name: "raw"}), true},
 		{old | wire.HelloLines, long, true},
 		{old, long, false},
+		{old | wire.HelloLines, forged, false},
 	} {
 		c := dialTCP(t, tl.p.B, srv.Addr().String())
 		c.SetDeadline(time.Now().Add(5 * time.Second))
@@ -117,6 +122,9 @@ func TestLinesStatusCompat(t *testing.T) {
 		} else {
 			io.Copy(io.Discard, c) // the source closes the connection
 			waitUntil(t, 5*time.Second, "BadFrames", func() bool { return srv.Stats().BadFrames == bad+1 })
+			if rows := srv.Mirrors(); len(rows) > 0 && rows[0].Reported {
+				t.Errorf("HELLO %#x: a refused STATUS reached the table: %+v", tc.hello, rows[0])
+			}
 		}
 		c.Close()
 		waitUntil(t, 5*time.Second, "the row gone", func() bool {
