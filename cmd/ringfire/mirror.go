@@ -63,7 +63,7 @@ func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
 		"Whatever the limit, the ring must fit the free space of PATH's filesystem when it is created: on a tmpfs such as /dev/shm both bound it")
 	fs.Var(&f.sourceTimeout, "source-timeout", "reconnect when the source has sent nothing (no record, no heartbeat: a source sends one every 200 ms) for `DURATION` "+
 		"(at least 500ms; 0: never); a GAP past what the source announced must be backed within it too")
-	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id, no history")
+	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id, no archive")
 	fs.BoolVar(&f.noHistory, "no-history", false, "do not ask a source serving an archive (serve --archive) for the records its ring lost: take a gap")
 	fs.BoolVar(&f.anySource, "any-source", false, "accept datagrams from any address (default: only from the source's)")
 	f.key.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
@@ -144,7 +144,7 @@ func printMirrorStats(w io.Writer, st replica.MirrorStats, asJSON bool) {
 		return
 	}
 	fmt.Fprintf(w, "mirror: %s, next %d, lag %d, connects %d, fresh rings %d\n", st.Transport, st.Next, st.Lag, st.Connects, st.Resets)
-	fmt.Fprintf(w, "  received: frames %d, datagrams %d, records %d (history %d, retransmitted %d), gaps %d\n",
+	fmt.Fprintf(w, "  received: frames %d, datagrams %d, records %d (catch-up %d, retransmitted %d), gaps %d\n",
 		st.Frames, st.Datagrams, st.Records, st.CatchUp, st.Retransmitted, st.Gaps)
 	fmt.Fprintf(w, "  source faults: protocol errors %d, silent %d\n", st.SourceErrors, st.SourceSilent)
 	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d, foreign %d\n",
