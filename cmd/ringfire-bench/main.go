@@ -81,7 +81,8 @@ the knee, the highest rate up to which p99 ≤ 1 ms), and the archive
 (archive): a recorder process
 following a producer process's ring into an archive, the highest rate it
 keeps up with, no gap entry, into tmpfs and onto the disk (--archive-dir)
-in each sync mode, against dd oflag=direct on the same disk; a replayer
+in each sync mode, against dd to new tmpfs pages and dd oflag=direct on
+the disk; a replayer
 process replaying at speed max; a seek and the first Next to random
 sequences and times of a 100 M-record archive on the disk; compression of
 the synthetic feed and of a market-data one; and a ringfire mirror

@@ -38,9 +38,9 @@
 //	  └─ archive: package bench/archive (archive.go plans it), from a
 //	       launcher thread inside namespace A: a producer, a recorder and a
 //	       replayer, each ringfire-bench as a role.Spec pinned to a CPU;
-//	       dd on the disk; seek and compression in this process; for the
-//	       catch-up, ringfire serve --archive there and ringfire mirror
-//	       from a launcher in namespace B
+//	       dd on tmpfs and on the disk; seek and compression in this
+//	       process; for the catch-up, ringfire serve --archive there and
+//	       ringfire mirror from a launcher in namespace B
 //	  │
 //	  ▼
 //	report.Report → WriteTable | WriteJSON | WriteSVG | WriteMarkdown
