@@ -28,7 +28,8 @@
 //	  │    launcher thread inside namespace N1 or N2, of
 //	  │      ringfire serve | mirror | run    (the ringfire binary)
 //	  │      ringfire-bench as a role.Spec    (pinger, echo, relay, open-loop
-//	  │                                        producer and reader; package role)
+//	  │                                        producer and reader, the rings'
+//	  │                                        floor; package role)
 //	  │    the pinger times the round trips and prints their percentiles,
 //	  │    the open-loop reader each record's one way at each offered rate
 //	  │    (openloop.go plans it, after stress: its zero-loss rate);
