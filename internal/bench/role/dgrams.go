@@ -3,7 +3,6 @@ package role
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -159,32 +158,13 @@ func dgramsPinger(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	}
 	defer done()
 	n := len(fds)
-	pg := &dgramsPing{fds: fds, d: d, hs: make([]hist.Hist, n), all: hist.New(), sent: make([]time.Time, n),
+	pg := &dgramsPing{fds: fds, d: d, hs: make([]hist.Hist, n), sent: make([]time.Time, n),
 		pending: make([]bool, n), buf: make([]byte, max(s.Record, 8))}
-	for i := range pg.hs {
-		pg.hs[i] = hist.New()
-	}
 	if err := warmUp(s, func(first bool) error { return pg.exchange(first, false) }); err != nil {
 		return err
 	}
-	if err := say(out, LineMeasuring); err != nil {
-		return err
-	}
-	end := time.Now().Add(time.Duration(s.Limit))
-	for i := 0; i < s.Samples && (i == 0 || time.Now().Before(end)); i++ {
-		if err := pg.exchange(i == 0 && s.WarmUp == 0, true); err != nil {
-			return fmt.Errorf("round %d: %w", i, err)
-		}
-	}
-	res := RingsResult{All: pg.all.Percentiles()}
-	for _, h := range pg.hs {
-		res.PerRing = append(res.PerRing, h.Percentiles())
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return err
-	}
-	if err := say(out, LineResult+string(b)); err != nil {
+	round := func(first bool) error { return pg.exchange(first, true) }
+	if err := measureRounds(s, out, &pg.all, pg.hs, round, s.WarmUp == 0); err != nil {
 		return err
 	}
 	return awaitGone(gone)
