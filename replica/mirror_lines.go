@@ -24,9 +24,6 @@ func checkMirrorLines(cfg *MirrorConfig) error {
 	if !cfg.IfaceB.IsValid() && cfg.NewTransportB == nil {
 		return nil
 	}
-	if cfg.TCPOnly {
-		return fmt.Errorf("%w: a second line carries datagrams (TCPOnly set)", ErrLines)
-	}
 	if cfg.NewTransportB == nil {
 		cfg.NewTransportB = NewMirrorUDP
 	}
