@@ -10,8 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/internal/faulty"
 	"github.com/ringfire/ringfire/replica"
+	"github.com/ringfire/ringfire/transport"
 )
 
 const uniPort = 7600
@@ -167,5 +169,74 @@ func TestLinesUnicastIndependentLoss(t *testing.T) {
 	t.Logf("%d frames, %d lost by both lines, %d NAKs", frames, both, st.NaksSent)
 	if both == 0 || st.NaksSent == 0 || st.NaksSent > uint64(both)*3/2 {
 		t.Errorf("%d NAKs for %d frames both lines lost (of %d): want about one each", st.NaksSent, both, frames)
+	}
+}
+
+// TestLinesUnicastBypass carries unicast lines over AF_XDP: line A, then
+// both lines (each NIC its steering program and sockets, line B's
+// PUNCHes received by its AF_XDP socket); line A's link down costs no
+// NAK, and line A is used again once back.
+func TestLinesUnicastBypass(t *testing.T) {
+	for _, both := range []bool{false, true} {
+		name := map[bool]string{false: "xdp+udp", true: "xdp+xdp"}[both]
+		t.Run(name, func(t *testing.T) { unicastBypass(t, name, both) })
+	}
+}
+
+func unicastBypass(t *testing.T, name string, both bool) {
+	tl := newTwoLines(t)
+	xdpOn := func(ifn string) (func(replica.UDPConfig) (replica.Transport, error), func(replica.DatagramSpec) (replica.Transport, error)) {
+		base := transport.XDPConfig{Iface: ifn, Mode: bpf.ModeNative}
+		return func(u replica.UDPConfig) (replica.Transport, error) { return newXDP(transport.XDPForServer(base, u)) },
+			func(s replica.DatagramSpec) (replica.Transport, error) {
+				return newXDP(transport.XDPForMirror(base, s))
+			}
+	}
+	scfg := replica.ServerConfig{UDPPort: uniPort, Iface: tl.la.AAddr, IfaceB: tl.lb.AAddr,
+		Bind: netip.AddrPortFrom(tl.la.AAddr, 0).String()}
+	scfg.NewTransport, _ = xdpOn(tl.la.AIf)
+	cfg := tl.unicastCfg(t, false)
+	_, cfg.NewTransport = xdpOn(tl.la.BIf)
+	if both {
+		scfg.NewTransportB, _ = xdpOn(tl.lb.AIf)
+		_, cfg.NewTransportB = xdpOn(tl.lb.BIf)
+	}
+	srv := tl.src.serve(scfg)
+	var ev lineEvents
+	cfg.Events = ev.add
+	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
+	mr.connected()
+	if got := srv.Stats().Transport; got != name {
+		t.Fatalf("server transport %q, want %s", got, name)
+	}
+	stop := make(chan struct{})
+	last := pushing(tl.src, stop)
+	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
+	})
+	tl.linkSet(t, tl.la.BIf, "down")
+	ev.wait(t, replica.MirrorLineDown, "A")
+	recvB := mr.m.Stats().Lines[1].Received
+	mr.waitStats("line B alone", 5*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[1].Received > recvB+300
+	})
+	tl.linkSet(t, tl.la.BIf, "up")
+	ev.wait(t, replica.MirrorLineUp, "A")
+	recvA := mr.m.Stats().Lines[0].Received
+	mr.waitStats("AF_XDP line A used again", 5*time.Second, func(st replica.MirrorStats) bool {
+		return st.Lines[0].Received > recvA+100
+	})
+	close(stop)
+	n := <-last
+	tl.src.drained()
+	mr.waitFor(n, 10*time.Second)
+	mr.close()
+	st := mr.m.Stats()
+	t.Logf("mirror %+v", st)
+	sameSlots(t, tl.src.path, mr.path, 1)
+	wantAll(t, st, n, name+" unicast")
+	oneConnection(t, st)
+	if st.Lines[0].Name+"+"+st.Lines[1].Name != name || st.NaksSent != 0 {
+		t.Errorf("lines %+v, %d NAKs: want %s, no NAK", st.Lines, st.NaksSent, name)
 	}
 }
