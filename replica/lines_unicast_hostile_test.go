@@ -223,3 +223,23 @@ func TestLinesUnicastConfigRefused(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestLinesUnicastOneLineSource: a unicast mirror with a line B of a
+// source without one (no IfaceB) is served line A as before.
+func TestLinesUnicastOneLineSource(t *testing.T) {
+	tl := newTwoLines(t)
+	srv := tl.src.serve(replica.ServerConfig{UDPPort: uniPort, Iface: tl.la.AAddr, Bind: netip.AddrPortFrom(tl.la.AAddr, 0).String()})
+	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, tl.unicastCfg(t, false), nil)
+	mr.connected()
+	waitDatagrams(t, mr)
+	tl.src.push(3000)
+	tl.src.drained()
+	mr.waitFor(3000, 10*time.Second)
+	mr.close()
+	st := mr.m.Stats()
+	sameSlots(t, tl.src.path, mr.path, 1)
+	wantAll(t, st, 3000, "udp unicast")
+	if st.Lines != [2]replica.LineStats{} || srv.Stats().BadPunches != 0 {
+		t.Errorf("lines %+v, %d bad punches: want one line, none", st.Lines, srv.Stats().BadPunches)
+	}
+}
