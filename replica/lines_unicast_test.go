@@ -45,20 +45,26 @@ func (tl *twoLines) unicastCfg(t *testing.T, keyed bool) replica.MirrorConfig {
 
 // TestLinesUnicastFailover takes line A's link down mid-stream under a
 // unicast mirror, brings it back, then takes line B's down: no NAK, no
-// gap, identical rings; unkeyed, and keyed (sealed PUNCHes on both
-// lines, one replay window).
+// gap, identical rings; unkeyed, keyed (sealed PUNCHes on both lines,
+// one replay window), and stepped by a Loop.
 func TestLinesUnicastFailover(t *testing.T) {
-	for _, keyed := range []bool{false, true} {
-		t.Run(map[bool]string{false: "plain", true: "keyed"}[keyed], func(t *testing.T) { unicastFailover(t, keyed) })
+	for _, c := range []struct {
+		name        string
+		keyed, loop bool
+	}{{"plain", false, false}, {"keyed", true, false}, {"loop", false, true}} {
+		t.Run(c.name, func(t *testing.T) { unicastFailover(t, c.keyed, c.loop) })
 	}
 }
 
-func unicastFailover(t *testing.T, keyed bool) {
+func unicastFailover(t *testing.T, keyed, loop bool) {
 	tl := newTwoLines(t)
 	srv := tl.serveUnicast(t, keyed)
 	var ev lineEvents
 	cfg := tl.unicastCfg(t, keyed)
 	cfg.Events = ev.add
+	if loop {
+		cfg.Loop = runLoop(t, tl.p.B, replica.WaitBlock)
+	}
 	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
 	mr.connected()
 	stop := make(chan struct{})
