@@ -70,11 +70,12 @@ func (s *Server) Lines() (LineSendStats, bool) {
 
 // SendBatch sends ms on line A, then on line B every datagram of ms to
 // line A's group (to line B's) or to a unicast mirror that punched on
-// both lines (to its line B address), whatever line A did: the lines lose independently. A line A that
-// fails (a send error, or a full ring) while line B sent the whole batch
-// counts as sent; line A's datagram too large for the MTU (EMSGSIZE) is
-// returned, so that the sender shrinks its frames for both. Send errors
-// are counted per line (Server.Lines).
+// both lines (to its line B address), whatever line A did: the lines
+// lose independently. A line A that fails (a send error, or a full ring)
+// while line B sent the whole batch counts as sent; line A's datagram
+// too large for the MTU (EMSGSIZE) is returned, so that the sender
+// shrinks its frames for both. Send errors are counted per line
+// (Server.Lines).
 func (l *lineSender) SendBatch(ms []Message) (int, error) {
 	n, err := l.a.SendBatch(ms)
 	l.sent[0].Add(uint64(n))
