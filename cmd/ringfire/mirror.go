@@ -29,8 +29,10 @@ PATH) or a sequence number. Records come by multicast when the source offers
 it, by UDP unicast with --unicast (the mirror punches to the source, NAT
 friendly), or over TCP with --tcp; from a Unix socket everything comes over
 the socket, cheaper than loopback TCP (no TCP stack). The mirror reconnects
-after --reconnect-ms unless --once is given. The counters are printed when it
-ends.`
+after --reconnect-ms unless --once is given. With --iface-b ADDR the mirror
+also takes a source's second line (serve --multicast-b, or with --unicast
+serve --udp --iface-b: it then punches from ADDR too) and applies the first
+copy of each frame. The counters are printed when it ends.`
 
 // mirrorFlags are the flags that describe one mirror: mirror's, and the
 // keys of a [[mirror]] table of ringfire run.

@@ -47,7 +47,11 @@ writes), a mirror that asks for records the ring no longer holds (mirror
 --from N) or NAKs them is sent them from the archive, in order over TCP,
 paced by the repair budget, and then the ring's: no gap, no duplicate.
 Only records neither holds are a gap; a mirror too old to announce it
-gets a gap, as without --archive.`
+gets a gap, as without --archive. A second line (A/B feeds: every datagram
+also sent over another network, the mirror applying the first copy) is
+--multicast-b GROUP:PORT with --iface-b ADDR for multicast mirrors, and
+--udp PORT with --iface-b ADDR for unicast ones: they punch to ADDR:PORT too,
+with a key the source gave their session, and get every datagram on both.`
 
 type serveFlags struct {
 	bind, unix, multicast string
