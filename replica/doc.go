@@ -168,8 +168,10 @@
 // (HelloLines), answered with GeometryLines and a second MULTICAST
 // frame by a source with ServerConfig.MulticastB, has the mirror take
 // the datagrams on two lines and apply the first copy of each frame
-// (lines.go); it starts no goroutine: the lines are one Transport to the
-// sender and to the mirror's loop.
+// (lines.go); a unicast mirror punches on both, line B's PUNCH with the
+// key line B's MULTICAST gave it (lines_unicast.go). It starts no
+// goroutine: the lines are one Transport to the sender and to the
+// mirror's loop.
 //
 // # Files
 //
@@ -178,6 +180,7 @@
 //	lines.go                 two lines (A/B feeds): the source's lineSender, line B's MULTICAST
 //	lines_recv.go            lineRecv: a mirror's two lines, first arrival counted, dark lines
 //	lines_stats.go           LineStats: per line received, first, late (by how much), lost
+//	lines_unicast.go         a unicast line B: punch keys, line B's PUNCHes, copies to both addresses
 //	loop.go                  Loop: one locked thread that turns through many senders and mirrors
 //	loop_mirror.go           a mirror connection as a Loop member (mirrorMember)
 //	loop_server.go           a server's sender as a Loop member, and its ring watcher

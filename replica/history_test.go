@@ -135,7 +135,7 @@ func TestHistoryBudget(t *testing.T) {
 	if st.Gaps != 0 || st.Records != 6000-from+1 {
 		t.Fatalf("mirror: %d gaps, %d records, want %d", st.Gaps, st.Records, 6000-from+1)
 	}
-	if sst.Repair.HistoryWaits == 0 || sst.Repair.HistoryBytes < sst.History.Bytes || sst.History.Records < 4000 {
+	if sst.Repair.CatchUpWaits == 0 || sst.Repair.CatchUpBytes < sst.History.Bytes || sst.History.Records < 4000 {
 		t.Fatalf("server: repair %+v, history %+v: want the history paid for by the budget, and waiting", sst.Repair, sst.History)
 	}
 }

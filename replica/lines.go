@@ -14,7 +14,8 @@ import (
 
 // Two lines (A/B feeds): a source sends every datagram on two transports,
 // each with its own interface and multicast group (line A is
-// ServerConfig.Multicast and Iface, line B MulticastB and IfaceB); a
+// ServerConfig.Multicast and Iface, line B MulticastB and IfaceB), or to
+// a unicast mirror's two addresses (lines_unicast.go); a
 // mirror that announced HelloLines is told line B's group in a second
 // MULTICAST frame (GeometryLines), receives both (lines_recv.go) and
 // applies the first copy of each frame: a lost datagram, link or switch on
@@ -23,13 +24,16 @@ import (
 
 // lineSender is a source's datagram transport over two lines: every
 // datagram SendBatch sends to line A's group goes to line B's group too,
-// through line B's transport. Unicast destinations go on line A only.
-// SendBatch is called by one goroutine at a time (the sender's round, under
-// its lock), like any sender's transport.
+// and every one to a unicast mirror's line A address to its line B
+// address (lines_unicast.go), through line B's transport. SendBatch is
+// called by one goroutine at a time (the sender's round, under its lock),
+// like any sender's transport.
 type lineSender struct {
 	a, b           Transport
-	groupA, groupB netip.AddrPort
-	msgs           []Message // line B's batch, reused
+	groupA, groupB netip.AddrPort // both invalid: no group line B
+	uni            *lineUni       // nil: no unicast line B
+	msgs           []Message      // line B's batch, reused
+	turn           int            // the line recvPunches waits on next
 	// sent and errs count per line the datagrams its transport took and
 	// the batches it failed (Server.Lines).
 	sent, errs [2]atomic.Uint64
@@ -40,6 +44,10 @@ type LineSendStats struct {
 	Name      [2]string // each line's transport ("udp", "xdp", "afpacket")
 	Datagrams [2]uint64 // datagrams each line's transport took
 	Errors    [2]uint64 // send calls a line failed (not a full ring): the other line carried them
+	// BadPunches counts the datagrams a unicast line B refused: line B
+	// PUNCHes without the key of a live session, forged or replayed
+	// ones, anything else (also counted in ServerStats.BadPunches).
+	BadPunches uint64
 }
 
 // Lines returns the counters of a source that sends on two lines
@@ -54,15 +62,20 @@ func (s *Server) Lines() (LineSendStats, bool) {
 		st.Name[i] = TransportName(t)
 		st.Datagrams[i], st.Errors[i] = l.sent[i].Load(), l.errs[i].Load()
 	}
+	if l.uni != nil {
+		st.BadPunches = l.uni.bad.Load()
+	}
 	return st, true
 }
 
-// SendBatch sends ms on line A, then every group datagram of ms on line
-// B, whatever line A did: the lines lose independently. A line A that
-// fails (a send error, or a full ring) while line B sent the whole batch
-// counts as sent; line A's datagram too large for the MTU (EMSGSIZE) is
-// returned, so that the sender shrinks its frames for both. Send errors
-// are counted per line (Server.Lines).
+// SendBatch sends ms on line A, then on line B every datagram of ms to
+// line A's group (to line B's) or to a unicast mirror that punched on
+// both lines (to its line B address), whatever line A did: the lines
+// lose independently. A line A that fails (a send error, or a full ring)
+// while line B sent the whole batch counts as sent; line A's datagram
+// too large for the MTU (EMSGSIZE) is returned, so that the sender
+// shrinks its frames for both. Send errors are counted per line
+// (Server.Lines).
 func (l *lineSender) SendBatch(ms []Message) (int, error) {
 	n, err := l.a.SendBatch(ms)
 	l.sent[0].Add(uint64(n))
@@ -70,10 +83,19 @@ func (l *lineSender) SendBatch(ms []Message) (int, error) {
 		l.errs[0].Add(1)
 	}
 	l.msgs = l.msgs[:0]
+	var routes map[netip.AddrPort]netip.AddrPort
+	if l.uni != nil {
+		routes = *l.uni.routes.Load()
+	}
 	for _, m := range ms {
-		if m.Addr == l.groupA {
+		if m.Addr == l.groupA && l.groupB.IsValid() {
 			m.Addr = l.groupB
 			l.msgs = append(l.msgs, m)
+		} else if len(routes) != 0 {
+			if b, ok := routes[m.Addr]; ok {
+				m.Addr = b
+				l.msgs = append(l.msgs, m)
+			}
 		}
 	}
 	if len(l.msgs) == 0 {
@@ -84,14 +106,15 @@ func (l *lineSender) SendBatch(ms []Message) (int, error) {
 	if errB != nil && !errors.Is(errB, ErrWouldBlock) && !errors.Is(errB, ErrClosed) {
 		l.errs[1].Add(1)
 	}
-	carried := errB == nil && nb == len(ms) // every datagram was the group's
+	carried := errB == nil && nb == len(ms) // every datagram had its copy
 	if err != nil && carried && !errors.Is(err, unix.EMSGSIZE) && !errors.Is(err, ErrClosed) {
 		return len(ms), nil
 	}
 	return n, err
 }
 
-// RecvBatch receives PUNCHes on line A, where unicast mirrors punch.
+// RecvBatch receives on line A (punchLoop receives on both lines with
+// recvPunches).
 func (l *lineSender) RecvBatch(ms []Message, wait time.Duration) (int, error) {
 	return l.a.RecvBatch(ms, wait)
 }
@@ -108,14 +131,20 @@ func (l *lineSender) Close() error {
 }
 
 // openLineB wraps the server's datagram transport (line A) with line B
-// when ServerConfig.MulticastB is set.
+// when ServerConfig.MulticastB is set, or IfaceB with UDPPort (a unicast
+// line B, bound to IfaceB:UDPPort).
 func (s *Server) openLineB() error {
-	if !s.cfg.MulticastB.IsValid() {
+	uni := unicastLineB(&s.cfg)
+	if !s.cfg.MulticastB.IsValid() && !uni {
 		return nil
 	}
 	b := s.cfg.TransportB
 	if b == nil {
-		cfg := UDPConfig{Bind: netip.AddrPortFrom(netip.IPv4Unspecified(), 0), Iface: s.cfg.IfaceB,
+		bind := netip.AddrPortFrom(netip.IPv4Unspecified(), 0)
+		if uni {
+			bind = netip.AddrPortFrom(s.cfg.IfaceB, uint16(s.cfg.UDPPort))
+		}
+		cfg := UDPConfig{Bind: bind, Iface: s.cfg.IfaceB,
 			TTL: s.cfg.TTL, Loopback: s.cfg.Loopback, SocketBuffer: 4 << 20}
 		open := s.cfg.NewTransportB
 		if open == nil {
@@ -131,17 +160,40 @@ func (s *Server) openLineB() error {
 		}
 		b = t
 	}
-	s.udp = &lineSender{a: s.udp, b: b, groupA: s.cfg.Multicast, groupB: s.cfg.MulticastB}
+	l := &lineSender{a: s.udp, b: b}
+	if s.cfg.MulticastB.IsValid() {
+		l.groupA, l.groupB = s.cfg.Multicast, s.cfg.MulticastB
+	}
+	if uni {
+		port := b.LocalAddr().Port()
+		if port == 0 {
+			port = uint16(s.cfg.UDPPort)
+		}
+		l.uni = newLineUni(netip.AddrPortFrom(s.cfg.IfaceB, port))
+	}
+	s.udp = l
 	return nil
+}
+
+// unicastLineB reports whether a source has a unicast line B: IfaceB
+// with UDPPort.
+func unicastLineB(cfg *ServerConfig) bool {
+	return cfg.UDPPort != 0 && cfg.IfaceB.IsValid()
 }
 
 // checkLines validates the line B settings of a ServerConfig.
 func checkLines(cfg *ServerConfig) error {
 	g := cfg.MulticastB
+	if a := cfg.IfaceB; a.IsValid() && (!a.Is4() || a.IsUnspecified() && cfg.UDPPort != 0) {
+		return fmt.Errorf("%w: IfaceB %v is not an IPv4 address (of the interface line B's mirrors punch)", ErrLines, a)
+	}
 	switch {
 	case !g.IsValid():
-		if cfg.IfaceB.IsValid() || cfg.TransportB != nil || cfg.NewTransportB != nil {
-			return fmt.Errorf("%w: IfaceB or a line B transport without MulticastB", ErrLines)
+		if cfg.IfaceB.IsValid() && cfg.UDPPort == 0 {
+			return fmt.Errorf("%w: IfaceB without MulticastB or UDPPort (a unicast line B)", ErrLines)
+		}
+		if (cfg.TransportB != nil || cfg.NewTransportB != nil) && !unicastLineB(cfg) {
+			return fmt.Errorf("%w: a line B transport without MulticastB or IfaceB and UDPPort", ErrLines)
 		}
 		return nil
 	case !cfg.Multicast.IsValid():
@@ -150,8 +202,6 @@ func checkLines(cfg *ServerConfig) error {
 		return fmt.Errorf("%w: MulticastB %v is not an IPv4 multicast group and port", ErrLines, g)
 	case g == cfg.Multicast:
 		return fmt.Errorf("%w: MulticastB %v is line A's group", ErrLines, g)
-	case cfg.IfaceB.IsValid() && !cfg.IfaceB.Is4():
-		return fmt.Errorf("%w: IfaceB %v is not an IPv4 address", ErrLines, cfg.IfaceB)
 	}
 	return nil
 }
@@ -161,13 +211,20 @@ func checkLines(cfg *ServerConfig) error {
 var ErrLines = errors.New("replica: lines")
 
 // lineBFor is line B's MULTICAST frame for a mirror that announced
-// HelloLines and takes the group's datagrams (mc, on line A): the same as
+// HelloLines: for a unicast line A, lineUnicast's; for the group's
+// datagrams (mc, on line A) the same as
 // line A's but for the group, and Token, which carries the address line
 // B's datagrams leave from (IfaceB, big-endian; 0: not known). Keyed,
 // both lines carry the same sealed datagrams: the mirror's one replay
 // window takes the first copy of each.
 func (s *Server) lineBFor(h wire.Hello, mc wire.Multicast, udp bool) (wire.Multicast, bool) {
-	if h.Flags&wire.HelloLines == 0 || !udp || mc.Unicast() || !s.cfg.MulticastB.IsValid() {
+	if h.Flags&wire.HelloLines == 0 || !udp {
+		return wire.Multicast{}, false
+	}
+	if mc.Unicast() {
+		return s.lineUnicast(mc)
+	}
+	if !s.cfg.MulticastB.IsValid() {
 		return wire.Multicast{}, false
 	}
 	mc.Group = s.cfg.MulticastB.Addr().As4()

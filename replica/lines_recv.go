@@ -235,7 +235,8 @@ func (l *lineRecv) check(now int64) {
 	}
 }
 
-// SendBatch sends on line A (a unicast mirror's PUNCH; lines are multicast).
+// SendBatch sends on line A (a unicast mirror's PUNCH; line B's goes by
+// punchLineB).
 func (l *lineRecv) SendBatch(ms []Message) (int, error) { return l.t[0].SendBatch(ms) }
 
 // LocalAddr is line A's.

@@ -111,7 +111,10 @@ type MirrorConfig struct {
 	// that sends on two lines (ServerConfig.MulticastB) tells its line B
 	// group, joined through this interface by NewTransportB (default:
 	// kernel UDP, NewMirrorUDP); the mirror applies the first copy of each
-	// frame from either line (lines.go). Multicast only. With a Key both
+	// frame from either line (lines.go). With Unicast, a source with a
+	// unicast line B (ServerConfig.UDPPort and IfaceB) tells its line B
+	// address and a punch key: the mirror punches from IfaceB too
+	// (lines_unicast.go). With a Key both
 	// lines' sealed copies meet one replay window (1,024 datagrams): the
 	// second copy of each counts as a duplicate, not a replay.
 	IfaceB        netip.Addr

@@ -330,7 +330,10 @@ func (m *Mirror) openDatagrams(c *conn, mc wire.Multicast) error {
 	return nil
 }
 
-// punch sends a PUNCH to the source's UDP port (and keeps NAT state warm).
+// punch sends a PUNCH to the source's UDP port (and keeps NAT state warm);
+// with a unicast line B, line B's PUNCH too. A line whose PUNCH fails is
+// counted (LineStats.Errors): the error is returned only when no line
+// could punch.
 func (m *Mirror) punch(now time.Time) error {
 	c := m.c
 	if c == nil {
@@ -344,8 +347,22 @@ func (m *Mirror) punch(now time.Time) error {
 	}
 	msg := []Message{{Buf: p, Addr: c.spec.Source}}
 	m.lastPunch = now
-	if _, err := c.udp.SendBatch(msg); err != nil {
-		return fmt.Errorf("punch %v: %w", c.spec.Source, err)
+	_, err := c.udp.SendBatch(msg)
+	if err != nil {
+		err = fmt.Errorf("punch %v: %w", c.spec.Source, err)
+	}
+	if !c.hasLineB || !c.lineB.Unicast() {
+		return err
+	}
+	errB := m.punchLineB(c)
+	if err != nil {
+		m.stats.Lines[0].Errors++
+	}
+	if errB != nil {
+		m.stats.Lines[1].Errors++
+	}
+	if err != nil && errB != nil {
+		return errors.Join(err, errB)
 	}
 	return nil
 }

@@ -108,8 +108,8 @@ func (m *Mirror) finishStep(c *conn, now time.Time) error {
 		}
 	}
 	interval := punchEvery
-	if m.stats.Datagrams == 0 {
-		interval = punchEarly // until the source answers
+	if m.stats.Datagrams == 0 || m.lineBOwed(c) {
+		interval = punchEarly // until the source answers (on each line)
 	}
 	if c.udp != nil && c.mc.Unicast() && now.Sub(m.lastPunch) >= interval {
 		if err := m.punch(now); err != nil {

@@ -1,7 +1,7 @@
 package replica_test
 
 // The repair budget's rules, each on a pair of namespaces: NAK answers
-// and history are paced per address and in total, live data never; a
+// and catch-up are paced per address and in total, live data never; a
 // mirror whose NAK the budget cannot answer at once gets the answer
 // later, never a GAP.
 
@@ -74,9 +74,9 @@ func TestRepairBudgetPacesNakLoops(t *testing.T) {
 				t.Errorf("no NAK was left unanswered: %+v", rep)
 			case c.byAddr != (rep.NaksRefusedByAddr == rep.NaksRefused):
 				t.Errorf("refusals %d, by the address's bucket %d: want all by the %s's", rep.NaksRefused, rep.NaksRefusedByAddr, c.name)
-			case rep.HistoryBytes > uint64(loops.Load())*(recordSize+wire.HeaderSize) || rep.Addresses > 1:
+			case rep.CatchUpBytes > uint64(loops.Load())*(recordSize+wire.HeaderSize) || rep.Addresses > 1:
 				// A session's history is the ring's newest record.
-				t.Errorf("history %d bytes, %d addresses: want at most a record a loop, one address", rep.HistoryBytes, rep.Addresses)
+				t.Errorf("history %d bytes, %d addresses: want at most a record a loop, one address", rep.CatchUpBytes, rep.Addresses)
 			}
 		})
 	}
@@ -84,36 +84,36 @@ func TestRepairBudgetPacesNakLoops(t *testing.T) {
 
 // A mirror from oldest is sent the whole ring without waiting under the
 // default budget (a bucket holds one full catch-up); under a budget of
-// 256 KiB/s its history (4,096 records) is paced, and in both the live
+// 256 KiB/s its catch-up (4,096 records) is paced, and in both the live
 // records that follow are not: 2.8 MB of them arrive within 5 s, when the
 // budget would have taken 11 s, and no byte of them counts as repair.
-func TestRepairBudgetHistoryPacedLiveNot(t *testing.T) {
+func TestRepairBudgetCatchUpPacedLiveNot(t *testing.T) {
 	const capacity = 16384
 	for _, c := range []struct {
-		name    string
-		cfg     replica.ServerConfig
-		history uint64 // records in the ring when the mirror comes
-		waited  bool
+		name   string
+		cfg    replica.ServerConfig
+		ring   uint64 // records in the ring when the mirror comes
+		waited bool
 	}{
 		{"default", replica.ServerConfig{}, 2 * capacity, false},
 		{"256KiB/s", replica.ServerConfig{RepairRate: 256 << 10, RepairBurst: frameMax, RepairAddrRate: -1}, 4096, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p, src := pairSource(t, capacity)
-			src.push(int(c.history))
+			src.push(int(c.ring))
 			srv := src.serve(c.cfg)
 			mr := startMirror(t, p.B, p.BAddr, src, replica.MirrorConfig{TCPOnly: true, From: fromOldest}, nil)
-			mr.waitFor(c.history, 10*time.Second)
+			mr.waitFor(c.ring, 10*time.Second)
 			hist := srv.Stats().Repair
-			if min := min(c.history, capacity) * recordSize; hist.HistoryBytes < min || hist.Bytes != hist.HistoryBytes {
-				t.Errorf("history %d bytes (repair %d), want at least %d, all of it", hist.HistoryBytes, hist.Bytes, min)
+			if min := min(c.ring, capacity) * recordSize; hist.CatchUpBytes < min || hist.Bytes != hist.CatchUpBytes {
+				t.Errorf("catch-up %d bytes (repair %d), want at least %d, all of it", hist.CatchUpBytes, hist.Bytes, min)
 			}
-			if (hist.HistoryWaits > 0) != c.waited {
-				t.Errorf("history waited %d times, want waits: %v", hist.HistoryWaits, c.waited)
+			if (hist.CatchUpWaits > 0) != c.waited {
+				t.Errorf("catch-up waited %d times, want waits: %v", hist.CatchUpWaits, c.waited)
 			}
 			start := time.Now()
 			src.pushPaced(50000, 1000, 2*time.Millisecond) // each burst 1/16 of the ring
-			st := mr.waitFor(c.history+50000, 5*time.Second)
+			st := mr.waitFor(c.ring+50000, 5*time.Second)
 			rep := srv.Stats().Repair
 			t.Logf("live: 50000 records in %v; repair %+v", time.Since(start).Round(time.Millisecond), rep)
 			if rep.Bytes != hist.Bytes || st.Gaps != 0 {

@@ -15,7 +15,7 @@ import (
 )
 
 // The repair budget. What a source sends a mirror besides live data, NAK
-// answers and a session's history (the records the ring held when the
+// answers and a session's catch-up (the records the ring held when the
 // session began), is paced by two token buckets of bytes: one for the
 // peer's address, one for every peer together (ServerConfig.RepairRate,
 // RepairBurst, RepairAddrRate, RepairAddrBurst). Without them a peer that
@@ -67,10 +67,10 @@ type repairBudget struct {
 
 	// Counters, Added by the sessions' goroutines, Loaded by Stats; they
 	// publish nothing but their count.
-	bytes, historyBytes            atomic.Uint64
+	bytes, catchUpBytes            atomic.Uint64
 	naksDeferred, naksDeferredAddr atomic.Uint64
 	naksRefused, naksRefusedAddr   atomic.Uint64
-	historyWaits, historyWaitsAddr atomic.Uint64
+	catchUpWaits, catchUpWaitsAddr atomic.Uint64
 }
 
 // addrBucket is one peer address's bucket (an IPv6 peer's /64).
@@ -149,7 +149,7 @@ type pacer struct {
 	b       *repairBudget
 	key     netip.Addr
 	addr    *rate.Limiter // nil: no per-address limit
-	history bool          // the writer's history, not NAK answers
+	catchUp bool          // the writer's catch-up, not NAK answers
 	wait    func(time.Duration)
 	// What the budget did to the NAK under way (the reader's).
 	waited, waitedAddr, refused, refusedAddr bool
@@ -157,12 +157,12 @@ type pacer struct {
 
 // repairPacer returns a pacer for a session with peer; wait sleeps the
 // goroutine (cut short when its session or the server ends). Release it.
-func (s *Server) repairPacer(peer netip.Addr, history bool, wait func(time.Duration)) *pacer {
+func (s *Server) repairPacer(peer netip.Addr, catchUp bool, wait func(time.Duration)) *pacer {
 	b := &s.st.repair
 	if !peer.IsValid() || b.total == nil && b.addrRate == 0 {
 		return nil
 	}
-	p := &pacer{b: b, history: history, wait: wait}
+	p := &pacer{b: b, catchUp: catchUp, wait: wait}
 	if b.addrRate > 0 {
 		p.key, p.addr = b.hold(repairKey(peer))
 	}
@@ -254,14 +254,14 @@ func (p *pacer) take(n int) bool {
 }
 
 // note counts a wait (or a refusal) of the budget, by the bucket that
-// decided it: a history's at once, a NAK's at its end (endNak).
+// decided it: a catch-up's at once, a NAK's at its end (endNak).
 func (p *pacer) note(waited, byAddr bool) {
 	b := p.b
 	switch {
-	case p.history:
-		b.historyWaits.Add(1)
+	case p.catchUp:
+		b.catchUpWaits.Add(1)
 		if byAddr {
-			b.historyWaitsAddr.Add(1)
+			b.catchUpWaitsAddr.Add(1)
 		}
 	case waited:
 		p.waited, p.waitedAddr = true, p.waitedAddr || byAddr
@@ -276,8 +276,8 @@ func (p *pacer) sent(n int) {
 		return
 	}
 	p.b.bytes.Add(uint64(n))
-	if p.history {
-		p.b.historyBytes.Add(uint64(n))
+	if p.catchUp {
+		p.b.catchUpBytes.Add(uint64(n))
 	}
 }
 
@@ -306,10 +306,10 @@ func (b *repairBudget) stats() RepairStats {
 	b.mu.Lock()
 	n := len(b.addrs)
 	b.mu.Unlock()
-	st := RepairStats{Bytes: b.bytes.Load(), HistoryBytes: b.historyBytes.Load(),
+	st := RepairStats{Bytes: b.bytes.Load(), CatchUpBytes: b.catchUpBytes.Load(),
 		NaksDeferred: b.naksDeferred.Load(), NaksDeferredByAddr: b.naksDeferredAddr.Load(),
 		NaksRefused: b.naksRefused.Load(), NaksRefusedByAddr: b.naksRefusedAddr.Load(),
-		HistoryWaits: b.historyWaits.Load(), HistoryWaitsByAddr: b.historyWaitsAddr.Load(),
+		CatchUpWaits: b.catchUpWaits.Load(), CatchUpWaitsByAddr: b.catchUpWaitsAddr.Load(),
 		Addresses: n, AddrRate: float64(b.addrRate), AddrBurst: int64(b.addrBurst)}
 	if b.total != nil {
 		st.Rate, st.Burst = float64(b.total.Limit()), int64(b.total.Burst())

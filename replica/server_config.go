@@ -124,7 +124,11 @@ type ServerConfig struct {
 	// NewTransportB opens for IfaceB, else kernel UDP: NewTransport opens
 	// line A's). A mirror that
 	// announces HelloLines takes both and applies the first copy
-	// (lines.go).
+	// (lines.go). IfaceB with UDPPort (MulticastB or not) is a unicast
+	// line B: line B's transport is bound to IfaceB:UDPPort, unicast
+	// mirrors that announce HelloLines punch there too, with a key that
+	// ties the PUNCH to their session, and get every datagram on both
+	// lines (lines_unicast.go).
 	MulticastB    netip.AddrPort
 	IfaceB        netip.Addr
 	TransportB    Transport

@@ -47,9 +47,19 @@ func punchBuffers() []Message {
 }
 
 // receivePunches receives one batch of datagrams into ms, waiting at
-// most wait, and handles the PUNCHes among them; a failed receive is
-// counted (badDgram) and returned.
+// most wait, and handles the PUNCHes among them (line B's of a unicast
+// line B too); a failed receive is counted (badDgram) and returned.
 func (s *Server) receivePunches(ms []Message, wait time.Duration) error {
+	if l, ok := s.udp.(*lineSender); ok && l.uni != nil {
+		a, b, err := l.recvPunches(ms, wait, func() { s.st.badDgram.Add(1) })
+		for i := range a {
+			s.punch(a[i].Buf[:a[i].N], a[i].Addr)
+		}
+		for i := range b {
+			s.punchLineB(l.uni, b[i].Buf[:b[i].N], b[i].Addr)
+		}
+		return err
+	}
 	n, err := s.udp.RecvBatch(ms, wait)
 	if err != nil {
 		if !errors.Is(err, ErrClosed) {
@@ -78,7 +88,7 @@ func (s *Server) punch(b []byte, from netip.AddrPort) {
 			return
 		}
 	}
-	if h.Flags != s.session || h.Seq>>32 != 0 || ss == nil || !ss.unicast.Load() {
+	if h.Flags != s.session || h.Seq>>32 != 0 || h.Count != 0 || ss == nil || !ss.unicast.Load() {
 		s.st.badPunch.Add(1)
 		return
 	}

@@ -48,6 +48,7 @@ func (s *Server) rebuildDests() {
 		w = append(w, ss.wake)
 	}
 	s.dests.Store(&d)
+	s.routeLines() // line B's copies of d (lines_unicast.go)
 	s.wakes.Store(&w)
 	s.streams.Store(&direct)
 }

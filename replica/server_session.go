@@ -17,7 +17,7 @@ import (
 
 // Session modes.
 const (
-	modeCatchUp int32 = iota // sending history over TCP until it meets the datagram stream
+	modeCatchUp int32 = iota // catching up over TCP until it meets the datagram stream
 	modeLive                 // datagrams carry the records; TCP only answers NAKs
 	modeStream               // TCP carries everything (no UDP, or no punch in time)
 )
@@ -71,7 +71,7 @@ type session struct {
 	// the wire at once and the mirror may apply it and report it in a
 	// STATUS (checked against sent) before write returns. Two goroutines
 	// write it, both from sendRange and only through storeMax: the writer
-	// (history, stream; or a sender holding its stream, server_direct.go)
+	// (catch-up, stream; or a sender holding its stream, server_direct.go)
 	// and the reader (NAK answers). storeMax never lowers it, so every
 	// value loaded is a sequence whose frames are queued on the connection
 	// or being written to it: a STATUS or a NAK up to it (reader, maxSent)

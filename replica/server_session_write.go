@@ -91,18 +91,18 @@ func (ss *session) sendPaced(f *feed, buf []byte, from, to uint64, nak bool, wri
 	return buf, seq, write(nil, true)
 }
 
-// writeLoop streams history and live records over TCP as the mode asks,
+// writeLoop streams the catch-up and live records over TCP as the mode asks,
 // and keeps the connection alive with heartbeats; in a graceful stop it
 // finishes the session (finish).
 func (ss *session) writeLoop(ctx context.Context) error {
 	s := ss.srv
 	defer ss.owner.Store(ownerGone) // from ownerWriter: no sender holds it
-	// History, the records the ring holds now, is paid for by the repair
-	// budget; what comes after is live, never paced.
+	// The catch-up, the records the ring holds now, is paid for by the
+	// repair budget; what comes after is live, never paced.
 	histEnd := s.ring.WriteSeq()
 	hist := s.repairPacer(ss.peer, true, func(d time.Duration) { ss.sleep(ctx, d, false) })
 	defer hist.release()
-	// Records from the History are repair wherever they fall: the history's budget.
+	// Records from the History are repair wherever they fall: the catch-up's budget.
 	ss.hist = ss.newHistSession(ctx, hist)
 	for ctx.Err() == nil {
 		select {

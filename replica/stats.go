@@ -19,7 +19,7 @@ type MirrorStats struct {
 	Bytes     uint64 // DATA payload bytes received
 
 	NaksSent      uint64 // NAK frames sent
-	CatchUp       uint64 // records written from TCP DATA as history or a TCP-only stream
+	CatchUp       uint64 // records written from TCP DATA catching up (from the ring or its History) or a TCP-only stream
 	Retransmitted uint64 // records written from TCP DATA answering NAKs
 	Gaps          uint64 // records the source no longer held (skipped by GAP)
 
@@ -151,16 +151,16 @@ type HistoryStats struct {
 // total's (the rest). Counts by address would give an attacker the
 // number of series; Addresses says how many buckets there are.
 type RepairStats struct {
-	Bytes        uint64 // repair sent: DATA frames answering NAKs or carrying history, headers included
-	HistoryBytes uint64 // of Bytes, history: records the ring held when the session began
+	Bytes        uint64 // repair sent: DATA frames answering NAKs or catching up, headers included
+	CatchUpBytes uint64 // of Bytes, catch-up: records the ring held when the session began, and the History's
 	// NaksDeferred counts NAKs whose answer waited for the budget (the
 	// mirror got it late, paced); NaksRefused those left unanswered, in
 	// whole or in part, because the wait would have passed 100 ms (the
 	// mirror repeats its NAK every 20 ms while the hole stays).
 	NaksDeferred, NaksDeferredByAddr uint64
 	NaksRefused, NaksRefusedByAddr   uint64
-	// HistoryWaits counts the waits of sessions' history for the budget.
-	HistoryWaits, HistoryWaitsByAddr uint64
+	// CatchUpWaits counts the waits of sessions' catch-up for the budget.
+	CatchUpWaits, CatchUpWaitsByAddr uint64
 	Addresses                        int // peer addresses (IPv6: /64s) with a bucket now
 
 	// The budget in force: rates in bytes/s (0: no limit), bursts in bytes.

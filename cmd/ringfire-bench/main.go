@@ -70,7 +70,8 @@ a --waits of loop-yield runs four processes instead, the serve and the
 mirror of each host in one ringfire run on one loop), and 1, 4 and 16
 rings served and mirrored by one ringfire run process per side over AF_XDP:
 their aggregate zero-loss rate and each ring's round trip against one ring
-alone (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
+alone, beside the floor: as many kernel UDP datagrams in flight at once
+between two processes of one thread each (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
 --samples, --deployed-for), one way under a fixed offered load (openloop:
 a producer process stamping each record at each rate of --open-rates and
 the run's zero-loss rate, --open-step each, ringfire serve and mirror, or
@@ -81,7 +82,8 @@ the knee, the highest rate up to which p99 ≤ 1 ms), and the archive
 (archive): a recorder process
 following a producer process's ring into an archive, the highest rate it
 keeps up with, no gap entry, into tmpfs and onto the disk (--archive-dir)
-in each sync mode, against dd oflag=direct on the same disk; a replayer
+in each sync mode, against dd to new tmpfs pages and dd oflag=direct on
+the disk; a replayer
 process replaying at speed max; a seek and the first Next to random
 sequences and times of a 100 M-record archive on the disk; compression of
 the synthetic feed and of a market-data one; and a ringfire mirror

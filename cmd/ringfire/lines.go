@@ -16,7 +16,8 @@ import (
 // (A/B feeds: every datagram on two networks, the first copy applied):
 //
 //	serve  --multicast-b GROUP:PORT --iface-b ADDR [--transport-b KIND] [--xdp-b IFACE]
-//	mirror --iface-b ADDR [--transport-b KIND] [--xdp-b IFACE] [--line-window D]
+//	serve  --udp PORT --iface-b ADDR [...]   (a unicast line B: punches on ADDR:PORT)
+//	mirror [--unicast] --iface-b ADDR [--transport-b KIND] [--xdp-b IFACE] [--line-window D]
 //
 // Line A is what the other flags describe. They are keys of ringfire run's
 // tables too.
@@ -35,12 +36,12 @@ func (l *lineFlags) addCommon(fs *flag.FlagSet) {
 
 func (l *lineFlags) addServe(fs *flag.FlagSet) {
 	fs.StringVar(&l.multicast, "multicast-b", "", "also send every datagram on a second line: to this multicast `group:port` through --iface-b (A/B feeds; needs --multicast)")
-	fs.StringVar(&l.iface, "iface-b", "", "interface (`address` or name) line B's multicast leaves by")
+	fs.StringVar(&l.iface, "iface-b", "", "interface (`address` or name) of line B: its multicast leaves by it; with --udp, unicast mirrors that announce two lines punch to it on the --udp port too, and get every datagram on both lines")
 	l.addCommon(fs)
 }
 
 func (l *lineFlags) addMirror(fs *flag.FlagSet) {
-	fs.StringVar(&l.iface, "iface-b", "", "also take a source's line B (serve --multicast-b) on this local interface (`address` or name); the first copy of each frame is applied")
+	fs.StringVar(&l.iface, "iface-b", "", "also take a source's line B (serve --multicast-b; with --unicast, serve --udp --iface-b: the mirror punches from this address too) on this local interface (`address` or name); the first copy of each frame is applied")
 	fs.DurationVar(&l.window, "line-window", 0, "with --iface-b, how long a hole waits for the other line before it is NAKed (`duration`, at most 100ms; 0: 1ms; negative: NAK at once)")
 	l.addCommon(fs)
 }
@@ -95,7 +96,7 @@ func (l *lineFlags) serve(cfg *replica.ServerConfig, a *xdpFlags, log *slog.Logg
 		return nil
 	}
 	if l.multicast == "" {
-		return usagef("--iface-b, --transport-b and --xdp-b describe line B: they need --multicast-b")
+		return l.serveUnicast(cfg, a, log)
 	}
 	g, err := netip.ParseAddrPort(l.multicast)
 	if err != nil || !g.Addr().Is4() || !g.Addr().IsMulticast() || g.Port() == 0 {
@@ -118,6 +119,31 @@ func (l *lineFlags) serve(cfg *replica.ServerConfig, a *xdpFlags, log *slog.Logg
 	return nil
 }
 
+// serveUnicast sets a unicast line B only (--udp and --iface-b, no
+// --multicast-b): unicast mirrors that announce two lines punch to
+// --iface-b on the --udp port too.
+func (l *lineFlags) serveUnicast(cfg *replica.ServerConfig, a *xdpFlags, log *slog.Logger) error {
+	switch {
+	case cfg.UDPPort == 0:
+		return usagef("--iface-b, --transport-b and --xdp-b describe line B: they need --multicast-b or --udp (a unicast line B)")
+	case l.iface == "":
+		return usagef("--iface-b: a unicast line B (--udp without --multicast-b) needs the address its mirrors punch")
+	}
+	var err error
+	if cfg.IfaceB, err = lineIface(l.iface); err != nil {
+		return err
+	}
+	if cfg.IfaceB.IsUnspecified() {
+		return usagef("--iface-b %q: a unicast line B needs the address its mirrors punch, not 0.0.0.0", l.iface)
+	}
+	o, err := l.opener(a, cfg.Wait, log)
+	if err != nil {
+		return err
+	}
+	cfg.NewTransportB = o.serverTransport()
+	return nil
+}
+
 // mirror sets line B in a mirror's configuration.
 func (l *lineFlags) mirror(cfg *replica.MirrorConfig, a *xdpFlags, log *slog.Logger) error {
 	if l.window > 100*time.Millisecond {
@@ -132,8 +158,8 @@ func (l *lineFlags) mirror(cfg *replica.MirrorConfig, a *xdpFlags, log *slog.Log
 	switch {
 	case l.iface == "" && l.xdp == "":
 		return usagef("--transport-b needs --iface-b or --xdp-b (line B's interface)")
-	case cfg.Unicast || cfg.TCPOnly:
-		return usagef("--iface-b: a second line is multicast only (not with --unicast or --tcp)")
+	case cfg.TCPOnly:
+		return usagef("--iface-b: a second line carries datagrams (not with --tcp)")
 	}
 	var err error
 	if cfg.IfaceB, err = lineIface(l.iface); err != nil {

@@ -46,7 +46,6 @@ func TestLineFlagsRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--iface-b", "10.0.0.1", "--unicast"}, "--iface-b"},
 		{[]string{"--iface-b", "10.0.0.1", "--tcp"}, "--iface-b"},
 		{[]string{"--iface-b", "nosuchif0"}, "--iface-b"},
 		{[]string{"--line-window", "5ms"}, "--line-window needs --iface-b"},

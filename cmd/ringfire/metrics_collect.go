@@ -106,18 +106,18 @@ func newCollector(set *unitSet) *collector {
 		{"refused_connections", "Connections closed for a protocol error.", func(s replica.ServerStats) uint64 { return s.BadFrames }},
 		{"refused_punches", "PUNCH datagrams refused.", func(s replica.ServerStats) uint64 { return s.BadPunches }},
 		{"refused_datagrams", "Other datagrams dropped.", func(s replica.ServerStats) uint64 { return s.BadDatagram }},
-		{"repair_bytes", "Bytes of repair sent: DATA frames answering NAKs or carrying history (--repair-rate).", func(s replica.ServerStats) uint64 { return s.Repair.Bytes }},
-		{"repair_history_bytes", "Bytes of repair that were history: records the ring held when the session began.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryBytes }},
+		{"repair_bytes", "Bytes of repair sent: DATA frames answering NAKs or catching up (--repair-rate).", func(s replica.ServerStats) uint64 { return s.Repair.Bytes }},
+		{"repair_catchup_bytes", "Bytes of repair that were catch-up: records the ring (or archive) held when the session began.", func(s replica.ServerStats) uint64 { return s.Repair.CatchUpBytes }},
 		{"repair_naks_deferred", "NAKs whose answer waited for the repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.NaksDeferred }},
 		{"repair_naks_deferred_by_address", "NAKs whose answer waited for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.NaksDeferredByAddr }},
 		{"repair_naks_refused", "NAKs left unanswered, in whole or in part, for the mirror's repeat: the repair budget could not pay within 100 ms.", func(s replica.ServerStats) uint64 { return s.Repair.NaksRefused }},
 		{"repair_naks_refused_by_address", "NAKs left unanswered for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.NaksRefusedByAddr }},
-		{"repair_history_waits", "Waits of sessions' history for the repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryWaits }},
+		{"repair_catchup_waits", "Waits of sessions' catch-up for the repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.CatchUpWaits }},
 		{"history_records", "Records sent from the archive (--archive): what the ring no longer held.", func(s replica.ServerStats) uint64 { return s.History.Records }},
 		{"history_bytes", "Bytes of records sent from the archive.", func(s replica.ServerStats) uint64 { return s.History.Bytes }},
 		{"history_reads", "Reads of the archive.", func(s replica.ServerStats) uint64 { return s.History.Reads }},
 		{"history_errors", "Reads of the archive that failed (the mirror got a gap instead).", func(s replica.ServerStats) uint64 { return s.History.Errors }},
-		{"repair_history_waits_by_address", "Waits of sessions' history for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.HistoryWaitsByAddr }},
+		{"repair_catchup_waits_by_address", "Waits of sessions' catch-up for their address's repair budget.", func(s replica.ServerStats) uint64 { return s.Repair.CatchUpWaitsByAddr }},
 	} {
 		srv("serve_"+m.name+"_total", m.help, k, func(s replica.ServerStats) float64 { return float64(m.v(s)) })
 	}

@@ -29,8 +29,10 @@ PATH) or a sequence number. Records come by multicast when the source offers
 it, by UDP unicast with --unicast (the mirror punches to the source, NAT
 friendly), or over TCP with --tcp; from a Unix socket everything comes over
 the socket, cheaper than loopback TCP (no TCP stack). The mirror reconnects
-after --reconnect-ms unless --once is given. The counters are printed when it
-ends.`
+after --reconnect-ms unless --once is given. With --iface-b ADDR the mirror
+also takes a source's second line (serve --multicast-b, or with --unicast
+serve --udp --iface-b: it then punches from ADDR too) and applies the first
+copy of each frame. The counters are printed when it ends.`
 
 // mirrorFlags are the flags that describe one mirror: mirror's, and the
 // keys of a [[mirror]] table of ringfire run.
@@ -63,7 +65,7 @@ func addMirrorFlags(fs *flag.FlagSet) *mirrorFlags {
 		"Whatever the limit, the ring must fit the free space of PATH's filesystem when it is created: on a tmpfs such as /dev/shm both bound it")
 	fs.Var(&f.sourceTimeout, "source-timeout", "reconnect when the source has sent nothing (no record, no heartbeat: a source sends one every 200 ms) for `DURATION` "+
 		"(at least 500ms; 0: never); a GAP past what the source announced must be backed within it too")
-	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id, no history")
+	fs.BoolVar(&f.noTelemetry, "no-telemetry", false, "send a version-1 HELLO: no STATUS reports, no wide session id, no archive")
 	fs.BoolVar(&f.noHistory, "no-history", false, "do not ask a source serving an archive (serve --archive) for the records its ring lost: take a gap")
 	fs.BoolVar(&f.anySource, "any-source", false, "accept datagrams from any address (default: only from the source's)")
 	f.key.add(fs, "with --key, refuse a source whose datagrams are not encrypted (serve --encrypt)")
@@ -144,7 +146,7 @@ func printMirrorStats(w io.Writer, st replica.MirrorStats, asJSON bool) {
 		return
 	}
 	fmt.Fprintf(w, "mirror: %s, next %d, lag %d, connects %d, fresh rings %d\n", st.Transport, st.Next, st.Lag, st.Connects, st.Resets)
-	fmt.Fprintf(w, "  received: frames %d, datagrams %d, records %d (history %d, retransmitted %d), gaps %d\n",
+	fmt.Fprintf(w, "  received: frames %d, datagrams %d, records %d (catch-up %d, retransmitted %d), gaps %d\n",
 		st.Frames, st.Datagrams, st.Records, st.CatchUp, st.Retransmitted, st.Gaps)
 	fmt.Fprintf(w, "  source faults: protocol errors %d, silent %d\n", st.SourceErrors, st.SourceSilent)
 	fmt.Fprintf(w, "  NAKs sent %d; dropped: duplicates %d, stale %d, other session %d, malformed %d, overflow %d, far ahead %d, foreign %d\n",

@@ -9,7 +9,7 @@ import (
 )
 
 // repairFlags are serve's repair budget: token buckets of bytes for the
-// repair (NAK answers, history) sent to all mirrors and to one address.
+// repair (NAK answers, catch-up) sent to all mirrors and to one address.
 type repairFlags struct {
 	rate, burst, addrRate, addrBurst byteFlag
 }
@@ -20,7 +20,7 @@ const minRepairBurst = 64 << 10
 func (r *repairFlags) add(fs *flag.FlagSet) {
 	r.rate = byteFlag{n: replica.DefaultRepairRate, off: true}
 	r.addrRate = byteFlag{n: replica.DefaultRepairAddrRate, off: true}
-	fs.Var(&r.rate, "repair-rate", "send at most `BYTES` a second of repair (NAK answers, history) to all mirrors together (K, M, G suffixes; off: no limit)")
+	fs.Var(&r.rate, "repair-rate", "send at most `BYTES` a second of repair (NAK answers, catch-up) to all mirrors together (K, M, G suffixes; off: no limit)")
 	fs.Var(&r.burst, "repair-burst", "let repair run up to `BYTES` ahead of --repair-rate (0: one full catch-up of the ring)")
 	fs.Var(&r.addrRate, "repair-addr-rate", "send at most `BYTES` a second of repair to one address, an IPv6 /64 (off: no limit)")
 	fs.Var(&r.addrBurst, "repair-addr-burst", "let one address's repair run up to `BYTES` ahead of --repair-addr-rate (0: one full catch-up of the ring)")

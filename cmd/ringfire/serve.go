@@ -17,7 +17,7 @@ import (
 )
 
 const serveHelp = `Serve maps the ring at PATH read-only and serves it to mirrors. Every mirror
-connects to --bind over TCP (handshake, history, NAK repair), or, on this
+connects to --bind over TCP (handshake, catch-up, NAK repair), or, on this
 host, to the Unix socket --unix PATH (everything over it). Records then
 travel over TCP, or as UDP datagrams: to a multicast group (--multicast, one
 datagram for all mirrors of a LAN) or by unicast to mirrors that punch to
@@ -38,7 +38,7 @@ included) within --handshake-timeout; at most --max-pending-per-addr
 connections from one address may be in their handshake or catch-up, and
 when --max-pending are, the oldest is closed for the newcomer. A refused
 peer is sent an ERROR frame saying why (a mirror logs it), and refusals are
-counted by kind. Repair (NAK answers, and the history a mirror asks for) is
+counted by kind. Repair (NAK answers, and the catch-up a mirror asks for) is
 paced by token buckets of bytes per address and in total (--repair-*), each
 holding one full catch-up of the ring; live records are never paced, and a
 NAK the budget cannot answer within 100 ms waits for the
@@ -47,7 +47,11 @@ writes), a mirror that asks for records the ring no longer holds (mirror
 --from N) or NAKs them is sent them from the archive, in order over TCP,
 paced by the repair budget, and then the ring's: no gap, no duplicate.
 Only records neither holds are a gap; a mirror too old to announce it
-gets a gap, as without --archive.`
+gets a gap, as without --archive. A second line (A/B feeds: every datagram
+also sent over another network, the mirror applying the first copy) is
+--multicast-b GROUP:PORT with --iface-b ADDR for multicast mirrors, and
+--udp PORT with --iface-b ADDR for unicast ones: they punch to ADDR:PORT too,
+with a key the source gave their session, and get every datagram on both.`
 
 type serveFlags struct {
 	bind, unix, multicast string
@@ -332,8 +336,8 @@ func printServerStats(w io.Writer, st replica.ServerStats, asJSON bool) {
 	fmt.Fprintf(w, "  admission: refused %d (max conns %d, per address %d, pending per address %d, evicted %d, handshake timeouts %d)\n",
 		st.Refused, st.RefusedConns, st.RefusedAddr, st.RefusedAddrPending, st.Evicted, st.HandshakeTimeouts)
 	r := st.Repair
-	fmt.Fprintf(w, "  repair: bytes %d (history %d); NAKs paced %d, left for a repeat %d; history waits %d\n",
-		r.Bytes, r.HistoryBytes, r.NaksDeferred, r.NaksRefused, r.HistoryWaits)
+	fmt.Fprintf(w, "  repair: bytes %d (catch-up %d); NAKs paced %d, left for a repeat %d; catch-up waits %d\n",
+		r.Bytes, r.CatchUpBytes, r.NaksDeferred, r.NaksRefused, r.CatchUpWaits)
 	if h := st.History; h.Reads > 0 {
 		fmt.Fprintf(w, "  archive: records %d, bytes %d, reads %d, errors %d\n", h.Records, h.Bytes, h.Reads, h.Errors)
 	}

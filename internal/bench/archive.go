@@ -26,7 +26,11 @@ func planArchive(cfg *Config, rep *report.Report) []step {
 			return run(b)
 		}}
 	}
-	steps := []step{on("record tmpfs", func(b *archive.Bench) error {
+	steps := []step{on("tmpfs bandwidth (dd)", func(b *archive.Bench) error {
+		d, err := b.TmpfsDD()
+		x.Tmpfs = &d
+		return err
+	}), on("record tmpfs", func(b *archive.Bench) error {
 		rec, err := b.RecordTmpfs()
 		x.Record = append(x.Record, rec)
 		return err

@@ -28,7 +28,8 @@
 //	  │    launcher thread inside namespace N1 or N2, of
 //	  │      ringfire serve | mirror | run    (the ringfire binary)
 //	  │      ringfire-bench as a role.Spec    (pinger, echo, relay, open-loop
-//	  │                                        producer and reader; package role)
+//	  │                                        producer and reader, the rings'
+//	  │                                        floor; package role)
 //	  │    the pinger times the round trips and prints their percentiles,
 //	  │    the open-loop reader each record's one way at each offered rate
 //	  │    (openloop.go plans it, after stress: its zero-loss rate);
@@ -38,9 +39,9 @@
 //	  └─ archive: package bench/archive (archive.go plans it), from a
 //	       launcher thread inside namespace A: a producer, a recorder and a
 //	       replayer, each ringfire-bench as a role.Spec pinned to a CPU;
-//	       dd on the disk; seek and compression in this process; for the
-//	       catch-up, ringfire serve --archive there and ringfire mirror
-//	       from a launcher in namespace B
+//	       dd on tmpfs and on the disk; seek and compression in this
+//	       process; for the catch-up, ringfire serve --archive there and
+//	       ringfire mirror from a launcher in namespace B
 //	  │
 //	  ▼
 //	report.Report → WriteTable | WriteJSON | WriteSVG | WriteMarkdown

@@ -184,7 +184,7 @@ func ringCounts(cfg *Config) []int {
 }
 
 // planRings lists the rings measurements: every ring count in each wait
-// mode, one ring alone first.
+// mode, one ring alone first; then the floor at every count.
 func planRings(cfg *Config, rep *report.Report) []step {
 	var steps []step
 	rep.Machine.Network += "; rings: the deployed section's two namespaces and two veth pairs, one ringfire run in each"
@@ -198,6 +198,15 @@ func planRings(cfg *Config, rep *report.Report) []step {
 				return err
 			}})
 		}
+	}
+	for _, n := range ringCounts(cfg) {
+		steps = append(steps, step{fmt.Sprintf("rings floor: %d datagrams at once", n), func(r *rig) error {
+			x, err := r.dep.RingsFloor(n)
+			if err == nil {
+				rep.RingsFloor = append(rep.RingsFloor, x)
+			}
+			return err
+		}})
 	}
 	return steps
 }

@@ -183,6 +183,10 @@ type Multicast struct {
 	TTL     uint8
 	Session uint8
 	Token   uint32
+	// Key is a unicast line B's punch key (GeometryLines after a unicast
+	// line A): 64 random bits the mirror's line B PUNCH carries. It
+	// travels in the MULTICAST header's seq, 0 in every other MULTICAST.
+	Key uint64
 }
 
 // Unicast reports whether the datagrams come by unicast.
@@ -190,7 +194,7 @@ func (m Multicast) Unicast() bool { return m.Group == [4]byte{} }
 
 // AppendMulticast appends a MULTICAST frame.
 func AppendMulticast(b []byte, m Multicast) []byte {
-	b = appendHeader(b, Header{Kind: KindMulticast, Len: MulticastSize})
+	b = appendHeader(b, Header{Kind: KindMulticast, Len: MulticastSize, Seq: m.Key})
 	b = append(b, m.Group[:]...)
 	b = binary.LittleEndian.AppendUint16(b, m.Port)
 	b = binary.LittleEndian.AppendUint16(b, m.MTU)
@@ -217,4 +221,49 @@ func ParseMulticast(p []byte) (Multicast, error) {
 		return m, fmt.Errorf("%w: MULTICAST group %d.%d.%d.%d is not a multicast address", ErrMalformed, m.Group[0], m.Group[1], m.Group[2], m.Group[3])
 	}
 	return m, nil
+}
+
+// ParseLineB decodes line B's MULTICAST frame (h its header, p its
+// payload): a group, as ParseMulticast; or, unicast, where line B's
+// datagrams leave from (Token: the source's line B address, big-endian;
+// Port: its UDP port) and the punch key (Key, the header's seq), both
+// required. A group's frame carries no key.
+func ParseLineB(h Header, p []byte) (Multicast, error) {
+	m, err := ParseMulticast(p)
+	if err != nil {
+		return m, err
+	}
+	m.Key = h.Seq
+	switch {
+	case m.Unicast() && (m.Key == 0 || m.Token == 0):
+		return m, fmt.Errorf("%w: a unicast line B's MULTICAST without its source address or punch key", ErrMalformed)
+	case !m.Unicast() && m.Key != 0:
+		return m, fmt.Errorf("%w: a group line B's MULTICAST with a punch key", ErrMalformed)
+	}
+	return m, nil
+}
+
+// PunchLineB is the header count of a PUNCH on a unicast line B (0: line A).
+const PunchLineB uint16 = 1
+
+// AppendLinePunch appends a unicast line B's PUNCH: the session in the
+// flags, PunchLineB in the count, the punch key (Multicast.Key) in the seq.
+func AppendLinePunch(b []byte, session uint8, key uint64) []byte {
+	return appendHeader(b, Header{Kind: KindPunch, Flags: session, Count: PunchLineB, Seq: key})
+}
+
+// ParseLinePunch decodes a line B PUNCH (its header, HeaderSize bytes):
+// the session and the punch key, which may not be 0.
+func ParseLinePunch(b []byte) (session uint8, key uint64, err error) {
+	if len(b) != HeaderSize {
+		return 0, 0, fmt.Errorf("%w: line B PUNCH of %d bytes", ErrMalformed, len(b))
+	}
+	h, err := ParseHeader(b, 0)
+	switch {
+	case err != nil:
+		return 0, 0, err
+	case h.Kind != KindPunch || h.Count != PunchLineB || h.Seq == 0:
+		return 0, 0, fmt.Errorf("%w: not a line B PUNCH (%v, count %d, key 0: %v)", ErrMalformed, h.Kind, h.Count, h.Seq == 0)
+	}
+	return h.Flags, h.Seq, nil
 }

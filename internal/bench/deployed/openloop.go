@@ -179,7 +179,7 @@ func (ol *openLoop) step(rate int, d, drain time.Duration) (report.OpenStep, err
 	}
 	ol.next = pushed.Last + 1
 	s := report.OpenStep{Rate: rate, Duration: report.Duration(took), Pushed: pushed.Pushed, Received: read.Received,
-		Lapped: read.Lapped, Lost: pushed.Pushed - min(pushed.Pushed, read.Received+read.Lapped), Lat: read.Lat,
+		Lapped: read.Lapped, Lost: pushed.Pushed - min(pushed.Pushed, read.Received+read.Lapped), Lat: read.Lat, Wakes: pushed.Wakes,
 		CPU: ol.ps.cpuOver(cpu0, cpu1, wall)}
 	if read.SpanNs > 0 {
 		s.Achieved = float64(read.Received) / time.Duration(read.SpanNs).Seconds()

@@ -10,7 +10,10 @@ type Archive struct {
 	Record []ArchiveRecord `json:"record"`
 	// Disk is the disk's own sequential write bandwidth, measured on the
 	// filesystem of the disk sweeps in the same run.
-	Disk     *DiskBandwidth    `json:"disk,omitempty"`
+	Disk *DiskBandwidth `json:"disk,omitempty"`
+	// Tmpfs is tmpfs's write bandwidth to new pages (no O_DIRECT),
+	// measured just before the tmpfs sweep.
+	Tmpfs    *DiskBandwidth    `json:"tmpfs,omitempty"`
 	Replay   *ArchiveReplay    `json:"replay,omitempty"`
 	Seek     *ArchiveSeek      `json:"seek,omitempty"`
 	Compress []ArchiveCompress `json:"compress,omitempty"`
@@ -53,7 +56,7 @@ func (s ArchiveStep) ZeroGap() bool {
 	return s.Written && s.Gaps == 0 && s.Records == s.Pushed && s.Pushed > 0
 }
 
-// DiskBandwidth is `dd if=/dev/zero of=FILE bs=1M count=N oflag=direct`.
+// DiskBandwidth is `dd if=/dev/zero of=FILE bs=1M count=N [oflag=direct]`.
 type DiskBandwidth struct {
 	Dir     string   `json:"dir"`
 	Tool    string   `json:"tool"` // the command line

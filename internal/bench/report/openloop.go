@@ -24,6 +24,9 @@ type OpenStep struct {
 	Achieved float64  `json:"achieved_per_s"` // received ÷ the time to the last one read
 	Lapped   uint64   `json:"lapped"`         // overwritten before the reader got to them, or holes
 	Lost     uint64   `json:"lost"`           // neither read nor lapped within the bound
+	// Wakes counts the producer's sleeps between records due: Pushed ÷
+	// Wakes is its mean burst (0: not counted).
+	Wakes uint64 `json:"producer_wakes,omitempty"`
 	// Lat is each record's one way, producer's push to reader's read.
 	Lat Percentiles `json:"one_way"`
 	CPU []ProcCPU   `json:"cpu"` // every process, over the push and the drain

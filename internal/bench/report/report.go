@@ -30,6 +30,9 @@ type Report struct {
 	// Rings is N rings served and mirrored by one ringfire run process
 	// per side, per ring count and wait mode (one ring alone first).
 	Rings []Rings `json:"rings,omitempty"`
+	// RingsFloor is the rings section's floor: datagrams at once, one
+	// measurement per ring count.
+	RingsFloor []RingsFloor `json:"rings_floor,omitempty"`
 	// OpenLoop is one-way latency at fixed offered rates, per wait.
 	OpenLoop []OpenLoop `json:"open_loop,omitempty"`
 	// Archive is recording into an archive, replay, seek and compression.

@@ -18,6 +18,16 @@ type Rings struct {
 	InTurn RingsRoundTrip `json:"in_turn"`
 }
 
+// RingsFloor is the rings section's floor at one count: Datagrams kernel
+// UDP datagrams in flight at once between two processes, one thread each
+// polling its sockets (Wait), no ring and no ringfire; AtOnce.PerRing is
+// per socket, CPU the pinger's and the echo's.
+type RingsFloor struct {
+	Datagrams int            `json:"datagrams"`
+	Wait      string         `json:"wait"`
+	AtOnce    RingsRoundTrip `json:"at_once"`
+}
+
 // RingsRoundTrip is the round trips of a set of rings.
 type RingsRoundTrip struct {
 	PerRing  []Percentiles `json:"per_ring"`

@@ -36,7 +36,7 @@ func (r *Report) sections() []section {
 		{"sendcost", "Send cost", []table{r.sendCostTable()}},
 		{"deployed", "Deployed", []table{r.deployedTable(), r.deployedDatagramTable(), r.deployedRelayTable(),
 			r.deployedCPUTable(), r.deployedHopsTable(), r.deployedTailsTable()}},
-		{"rings", "Rings", []table{r.ringsTable(), r.ringsPerRingTable(), r.ringsSweepTable()}},
+		{"rings", "Rings", []table{r.ringsTable(), r.ringsFloorTable(), r.ringsPerRingTable(), r.ringsSweepTable()}},
 		{"openloop", "Open loop", []table{r.openLoopKneeTable(), r.openLoopStepsTable()}},
 		{"archive", "Archive", []table{r.archiveRecordTable(), r.archiveRefTable(), r.archiveSweepTable(),
 			r.archiveReplayTable(), r.archiveSeekTable(), r.archiveCompressTable(), r.archiveCatchupTable()}},

@@ -51,19 +51,32 @@ func cpuPerRecord(cs []ProcCPU, role string, n uint64) string {
 	return dash
 }
 
+// vsDD is what step s wrote a second against dd's bandwidth on the same
+// medium: on the disk what was durable (synced), in tmpfs what was
+// written.
+func (x ArchiveRecord) vsDD(s ArchiveStep, dd *DiskBandwidth) string {
+	if dd == nil {
+		return dash
+	}
+	if x.Medium == "tmpfs" {
+		return fmtRatio(perSec(s.Bytes, s.Elapsed), dd.PerSec())
+	}
+	return fmtRatio(perSec(s.Bytes, s.Synced), dd.PerSec())
+}
+
 func (r *Report) archiveRecordTable() table {
-	t := table{title: "archive: recording, the highest offered rate with no gap (targets: 64-byte records into tmpfs ≥ 1.00× the zero-loss replication rate; onto the disk ≥ 0.80× dd's bandwidth)",
+	t := table{title: "archive: recording, the highest offered rate with no gap (targets: 64-byte records into tmpfs ≥ 1.00× the zero-loss replication rate; onto the disk ≥ 0.80× dd's bandwidth; ÷ dd: against dd on the same medium, tmpfs's to new pages)",
 		header: []string{"medium", "sync", "record B", "zero-gap/s", "achieved/s", "written", "durable", "÷ dd", "÷ zero-loss",
 			"recorder CPU µs/record", "recorder cores", "producer cores"}}
 	if r.Archive == nil {
 		return t
 	}
 	zl, hasZL := r.bestZeroLoss()
-	var dd float64
-	if r.Archive.Disk != nil {
-		dd = r.Archive.Disk.PerSec()
-	}
 	for _, x := range r.Archive.Record {
+		dd := r.Archive.Disk
+		if x.Medium == "tmpfs" {
+			dd = r.Archive.Tmpfs
+		}
 		s := x.Best
 		rate := ZeroLoss{Rate: s.Rate, Capped: x.Capped}
 		durable, vsZL := perSec(s.Bytes, s.Synced), dash
@@ -71,7 +84,7 @@ func (r *Report) archiveRecordTable() table {
 			vsZL = fmtRatio(float64(s.Rate), float64(zl.Rate))
 		}
 		t.rows = append(t.rows, []string{x.Medium, x.Sync, strconv.Itoa(x.Record), zeroLossRate(rate), FormatSI(s.Achieved),
-			fmtMBs(perSec(s.Bytes, s.Elapsed)), fmtMBs(durable), fmtRatio(durable, dd), vsZL,
+			fmtMBs(perSec(s.Bytes, s.Elapsed)), fmtMBs(durable), x.vsDD(s, dd), vsZL,
 			cpuPerRecord(s.CPU, "recorder", s.Records), cpuOf(s.CPU, "recorder"), cpuOf(s.CPU, "producer")})
 	}
 	return t
@@ -87,6 +100,9 @@ func (r *Report) archiveRefTable() table {
 			fmt.Sprintf("stress section: %s, wait %s, %d-byte records", zl.Transport, zl.waitName(), r.Record)})
 	} else {
 		t.rows = append(t.rows, []string{"zero-loss replication rate", dash, "not measured: run the stress section too (--sections stress,archive)"})
+	}
+	if d := r.Archive.Tmpfs; d != nil {
+		t.rows = append(t.rows, []string{"tmpfs write to new pages", fmtMBs(d.PerSec()), d.Tool + " on " + d.Dir})
 	}
 	if d := r.Archive.Disk; d != nil {
 		t.rows = append(t.rows, []string{"disk sequential write, O_DIRECT", fmtMBs(d.PerSec()), d.Tool + " on " + d.Dir + "; fio " + d.Fio})

@@ -1,5 +1,7 @@
 package report
 
+import "strconv"
+
 // The openloop section's tables: each wait's knee beside its zero-loss
 // rate, and every offered rate's one-way percentiles, losses and CPU.
 
@@ -53,7 +55,7 @@ func (r *Report) openLoopKneeTable() table {
 
 func (r *Report) openLoopStepsTable() table {
 	t := table{title: "openloop: one way, producer's push to reader's read (µs), per offered rate (CPU in cores)", header: []string{
-		"transport", "wait", "offered/s", "achieved/s", "p50", "p99", "p99.9", "max", "lapped", "lost",
+		"transport", "wait", "offered/s", "achieved/s", "records a burst", "p50", "p99", "p99.9", "max", "lapped", "lost",
 		"CPU producer", "CPU serve or run 1", "CPU mirror or run 2", "CPU reader"}}
 	for _, o := range r.OpenLoop {
 		for _, s := range o.Steps {
@@ -61,7 +63,11 @@ func (r *Report) openLoopStepsTable() table {
 			if s.Rate == o.ZeroLoss {
 				offered += " (zero-loss)"
 			}
-			t.rows = append(t.rows, []string{o.Transport, o.Wait, offered, FormatSI(s.Achieved),
+			burst := dash
+			if s.Wakes > 0 {
+				burst = strconv.FormatFloat(float64(s.Pushed)/float64(s.Wakes), 'f', 1, 64)
+			}
+			t.rows = append(t.rows, []string{o.Transport, o.Wait, offered, FormatSI(s.Achieved), burst,
 				fmtUS(s.Lat.P50), fmtUS(s.Lat.P99), fmtUS(s.Lat.P999), fmtUS(s.Lat.Max), fmtCount(s.Lapped), fmtCount(s.Lost),
 				cpuOf(s.CPU, RoleProducer), cpuOf(s.CPU, RoleServe, RoleRun1), cpuOf(s.CPU, RoleMirror, RoleRun2), cpuOf(s.CPU, RoleReader)})
 		}

@@ -12,7 +12,7 @@ import (
 // records, the CPU of a loop's four processes.
 func openStep(rate int, p50, p99 float64, lapped, lost uint64) OpenStep {
 	n := uint64(rate) * 3
-	return OpenStep{Rate: rate, Duration: Duration(3 * time.Second), Pushed: n, Received: n - lapped - lost, Achieved: float64(rate) * 0.99,
+	return OpenStep{Rate: rate, Duration: Duration(3 * time.Second), Pushed: n, Received: n - lapped - lost, Achieved: float64(rate) * 0.99, Wakes: n / 2,
 		Lapped: lapped, Lost: lost, Lat: pct(int64(n-lapped-lost), p50, p99, 4*p99),
 		CPU: []ProcCPU{{Role: RoleProducer, PerSec: 0.1}, {Role: RoleRun1, PerSec: 0.9}, {Role: RoleRun2, PerSec: 0.8}, {Role: RoleReader, PerSec: 0.95}}}
 }
@@ -66,8 +66,8 @@ func TestOpenLoopTables(t *testing.T) {
 	t.Log("\n" + out)
 	wantRow(t, out, "xdp-unicast", "default", "1.00 M", "21.9", "328.0", "6.00 M", "stress", "16.67%")
 	wantRow(t, out, "xdp-unicast", "loop-yield", "≥ 4.00 M", "41.5", "990.0", "4.00 M", "flag", "100.00%")
-	wantRow(t, out, "xdp-unicast", "default", "4.00 M", "3.96 M", "1600", "100000", "160000", "400000", "0", "0", "0.10", "0.90", "0.80", "0.95")
-	wantRow(t, out, "xdp-unicast", "default", "6.00 M (zero-loss)", "5.94 M", "261000", "306000", "489600", "1224000", "2,900,000", "0")
+	wantRow(t, out, "xdp-unicast", "default", "4.00 M", "3.96 M", "2.0", "1600", "100000", "160000", "400000", "0", "0", "0.10", "0.90", "0.80", "0.95")
+	wantRow(t, out, "xdp-unicast", "default", "6.00 M (zero-loss)", "5.94 M", "2.0", "261000", "306000", "489600", "1224000", "2,900,000", "0")
 	var md bytes.Buffer
 	if err := openReport().WriteMarkdown(&md, "bench"); err != nil {
 		t.Fatal(err)

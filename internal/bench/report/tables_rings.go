@@ -1,6 +1,9 @@
 package report
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // The rings section's tables: the summary with the ratios the section's
 // targets are stated in (N rings' aggregate zero-loss rate ÷ one ring's,
@@ -102,6 +105,43 @@ func (r *Report) ringsSweepTable() table {
 				yes[s.Lossless()], yes[s.Drained], fmtCount(s.NAKs), fmtCount(s.Retransmitted), fmtCount(s.Gaps), fmtCount(s.Drops),
 				cpuOf(s.CPU, "run 1"), cpuOf(s.CPU, "run 2")})
 		}
+	}
+	return t
+}
+
+// ringsFloorAlone finds the floor of one datagram alone.
+func (r *Report) ringsFloorAlone() (RingsFloor, bool) {
+	for _, x := range r.RingsFloor {
+		if x.Datagrams == 1 {
+			return x, true
+		}
+	}
+	return RingsFloor{}, false
+}
+
+// ringsFloorTable sets each count's floor beside the rings' own ratio at
+// that count: what n in flight at once cost each against one alone, with
+// no ring and no ringfire, and with them, per wait mode.
+func (r *Report) ringsFloorTable() table {
+	t := table{title: "rings: the floor, N kernel UDP datagrams in flight at once between two processes over veth0, one thread each polling its N sockets, no ring (µs)",
+		header: []string{"datagrams", "wait", "samples", "p50 µs", "p99 µs", "worst p50 ÷ 1 datagram", "rings at once worst p50 ÷ 1 ring",
+			"CPU pinger+echo"}}
+	one, _ := r.ringsFloorAlone()
+	for _, x := range r.RingsFloor {
+		p50, p99 := x.AtOnce.spread()
+		var rings []string
+		for _, y := range r.Rings {
+			if y.Rings == x.Datagrams {
+				alone, _ := r.ringsAlone(y.Wait)
+				rings = append(rings, y.Wait+" "+fmtRatio(y.AtOnce.worstP50(), alone.AtOnce.worstP50()))
+			}
+		}
+		ringsRatio := dash
+		if len(rings) > 0 {
+			ringsRatio = strings.Join(rings, ", ")
+		}
+		t.rows = append(t.rows, []string{strconv.Itoa(x.Datagrams), x.Wait, fmtCount(uint64(max(x.AtOnce.Lat.Samples, 0))), p50, p99,
+			fmtRatio(x.AtOnce.worstP50(), one.AtOnce.worstP50()), ringsRatio, cpuOf(x.AtOnce.CPU, "pinger", "echo")})
 	}
 	return t
 }

@@ -57,6 +57,9 @@ const cmdLimit = 10 * time.Minute
 type ProducerResult struct {
 	Pushed uint64 `json:"pushed"`
 	Last   uint64 `json:"last"` // the last sequence
+	// Wakes counts the open-loop producer's sleeps between records due
+	// (smoothPush): Pushed ÷ Wakes is its mean burst.
+	Wakes uint64 `json:"wakes,omitempty"`
 }
 
 // RecorderResult is what the recorder wrote, as its archive.Recorder

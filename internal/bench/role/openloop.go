@@ -63,14 +63,9 @@ func openProducer(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan str
 	}
 	rec := make([]byte, s.Record)
 	return pushes(cmd, out, cmds, gone, func(rate uint64, d time.Duration, count uint64) (ProducerResult, error) {
-		return pacedPush(rate, d, count, func(n uint64) (last uint64, err error) {
-			for range n {
-				synth.Fill(rec, w.Next(), stamp())
-				if last, err = w.Push(rec); err != nil {
-					return last, err
-				}
-			}
-			return last, nil
+		return smoothPush(rate, d, count, func() (uint64, error) {
+			synth.Fill(rec, w.Next(), stamp())
+			return w.Push(rec)
 		})
 	})
 }

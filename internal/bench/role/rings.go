@@ -133,13 +133,20 @@ func ringsPinger(s Spec, out *bufio.Writer, gone <-chan struct{}) error {
 	return awaitGone(gone)
 }
 
-// measure says measuring, runs Samples rounds (at most Limit of them; the
-// first one first when no warm-up came before) and says the result.
+// measure runs the pinger's rounds into fresh histograms (measureRounds).
 func (pg *ringsPing) measure(s Spec, out *bufio.Writer, round func(first bool) error, first bool) error {
-	for i := range pg.hs {
-		pg.hs[i] = hist.New()
+	return measureRounds(s, out, &pg.all, pg.hs, round, first)
+}
+
+// measureRounds says measuring, runs Samples rounds (at most Limit of
+// them; the first one first when no warm-up came before) into fresh
+// histograms, all and one per ring (or socket) in hs, and says the
+// result, a RingsResult.
+func measureRounds(s Spec, out *bufio.Writer, all *hist.Hist, hs []hist.Hist, round func(first bool) error, first bool) error {
+	for i := range hs {
+		hs[i] = hist.New()
 	}
-	pg.all = hist.New()
+	*all = hist.New()
 	if err := say(out, LineMeasuring); err != nil {
 		return err
 	}
@@ -149,8 +156,8 @@ func (pg *ringsPing) measure(s Spec, out *bufio.Writer, round func(first bool) e
 			return fmt.Errorf("round %d: %w", i, err)
 		}
 	}
-	res := RingsResult{All: pg.all.Percentiles()}
-	for _, h := range pg.hs {
+	res := RingsResult{All: all.Percentiles()}
+	for _, h := range hs {
 		res.PerRing = append(res.PerRing, h.Percentiles())
 	}
 	b, err := json.Marshal(res)

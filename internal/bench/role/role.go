@@ -36,11 +36,12 @@ type Spec struct {
 	Record  int             `json:"record"`
 	WarmUp  int             `json:"warm_up,omitempty"`
 	Samples int             `json:"samples,omitempty"`
-	Limit   report.Duration `json:"limit,omitempty"` // a pinger's bound on the time of its samples
-	Local   string          `json:"local,omitempty"` // datagram roles: address to bind
-	Peer    string          `json:"peer,omitempty"`  // datagram roles: address to connect to
-	Rings   []string        `json:"rings,omitempty"` // rings roles: the rings it creates
-	Reads   []string        `json:"reads,omitempty"` // rings roles: the rings it reads, in the same order
+	Limit   report.Duration `json:"limit,omitempty"`   // a pinger's bound on the time of its samples
+	Local   string          `json:"local,omitempty"`   // datagram roles: address to bind
+	Peer    string          `json:"peer,omitempty"`    // datagram roles: address to connect to
+	Rings   []string        `json:"rings,omitempty"`   // rings roles: the rings it creates
+	Reads   []string        `json:"reads,omitempty"`   // rings roles: the rings it reads, in the same order
+	Sockets int             `json:"sockets,omitempty"` // dgrams roles: sockets from Local's and Peer's ports on
 	// The archive roles (archive.go): the producer's rate (records/s) and
 	// ring capacity, for Limit; the archive directory, the recorder's
 	// sync mode (archive.ParseSync) and whether it syncs the archive's
@@ -100,6 +101,10 @@ func (s Spec) run(stdin io.Reader, stdout io.Writer) error {
 		err = ringsPinger(s, out, gone)
 	case RingsEcho:
 		err = ringsEcho(s, out, gone)
+	case DgramsPinger:
+		err = dgramsPinger(s, out, gone)
+	case DgramsEcho:
+		err = dgramsEcho(s, out, gone)
 	case ArchProducer:
 		err = archProducer(s, out, cmds, gone)
 	case ArchRecorder:
