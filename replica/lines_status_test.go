@@ -33,12 +33,22 @@ func mirrorRow(t *testing.T, srv *replica.Server, what string, ok func(replica.M
 
 // TestLinesSourceTable: the source's row of a mirror of two lines carries
 // each line's counters within a few STATUS intervals, line A's going dark
-// and coming back included.
+// and coming back included; multicast and unicast lines.
 func TestLinesSourceTable(t *testing.T) {
-	tl := newTwoLines(t)
-	srv := tl.serve()
+	t.Run("multicast", func(t *testing.T) {
+		tl := newTwoLines(t)
+		sourceTable(t, tl, tl.serve(), tl.mirrorCfg(), "udp+udp multicast")
+	})
+	t.Run("unicast", func(t *testing.T) {
+		// Keyed: the TCP session (and its STATUS) runs on the pair's own
+		// link, not on line A's, which goes down.
+		tl := newTwoLines(t)
+		sourceTable(t, tl, tl.serveUnicast(t, true), tl.unicastCfg(t, true), "udp+udp unicast")
+	})
+}
+
+func sourceTable(t *testing.T, tl *twoLines, srv *replica.Server, cfg replica.MirrorConfig, transport string) {
 	var ev lineEvents
-	cfg := tl.mirrorCfg()
 	cfg.Events, cfg.StatusInterval = ev.add, 20*time.Millisecond
 	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
 	mr.connected()
@@ -48,8 +58,8 @@ func TestLinesSourceTable(t *testing.T) {
 		a, b := r.Lines[0], r.Lines[1]
 		return a.Name == "udp" && b.Name == "udp" && a.Up && b.Up && a.Received > 100 && b.Received > 100
 	})
-	if row.Transport != "udp+udp multicast" { // 17 bytes: the STATUS field cuts it at 16
-		t.Errorf("the row's transport %q, want udp+udp multicast made whole", row.Transport)
+	if row.Transport != transport { // "udp+udp multicast": 17 bytes, the STATUS field cuts it at 16
+		t.Errorf("the row's transport %q, want %s (whole)", row.Transport, transport)
 	}
 	t.Logf("row %+v", row)
 	tl.linkSet(t, tl.la.BIf, "down")
@@ -66,7 +76,7 @@ func TestLinesSourceTable(t *testing.T) {
 	mirrorRow(t, srv, "the table up to date", func(r replica.MirrorInfo) bool {
 		return r.Lines[0].Received >= now[0].Received && r.Lines[1].Received >= now[1].Received
 	})
-	st := tl.finish(t, mr, stop, last, "udp+udp multicast")
+	st := tl.finish(t, mr, stop, last, transport)
 	row = srv.Mirrors()[0]
 	for i, l := range row.Lines {
 		if got := st.Lines[i]; l.Received > got.Received || l.First > got.First || l.Name != got.Name {
