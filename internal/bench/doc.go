@@ -59,6 +59,8 @@
 //	               section's producer, recorder or replayer
 //	bench/pace     pushing at a rate, the zero-loss sweep, polling with a bound
 //	bench/hist     the latency histogram both sides record into
+//	bench/delayline the lines section's delay line: a forwarder between two
+//	               interfaces that delays and drops frames (no netem here)
 //
 // # Files
 //
