@@ -38,8 +38,8 @@ func (l *linesFlags) config(cfg *bench.Config) error {
 		return usagef("--lines-wait %q: want a wait mode name (default, spin, yield...; not a loop's)", l.wait)
 	case l.rate <= 0 || l.rate > 1_000_000:
 		return usagef("--lines-rate %d: want 1..1000000 records/s", l.rate)
-	case l.step <= 0 || l.step > time.Minute:
-		return usagef("--lines-for %v: want more than 0, at most 1m", l.step)
+	case l.step <= 0 || l.step > 30*time.Second:
+		return usagef("--lines-for %v: want more than 0, at most 30s (a forwarder waits at most 1m for its stop)", l.step)
 	case l.delay <= 0 || l.delay > 100*time.Millisecond:
 		return usagef("--lines-delay %v: want more than 0, at most 100ms", l.delay)
 	case !(l.loss > 0 && l.loss < 1):

@@ -42,6 +42,14 @@ func (l *Lines) linesTargets() [][]string {
 		rows = append(rows, []string{"p50 one way, " + name + " ÷ A alone", fmtUS(p50), fmtUS(b50), fmtRatio(p50, b50),
 			"≤ " + strconv.FormatFloat(LinesDelayedMax, 'f', 2, 64) + "×", metOrNot(ok && okBase && b50 > 0, p50 <= LinesDelayedMax*b50)})
 	}
+	if direct, ok := l.Case(LinesDirect); ok { // no target: what the delay lines cost
+		for _, name := range []string{LinesA, LinesAB} {
+			if c, ok := l.Case(name); ok {
+				rows = append(rows, []string{"p50 one way, " + name + " (through the forwarders) ÷ A direct", fmtUS(c.Step.Lat.P50),
+					fmtUS(direct.Step.Lat.P50), fmtRatio(c.Step.Lat.P50, direct.Step.Lat.P50), "none: the forwarders' cost", dash})
+			}
+		}
+	}
 	if c, ok := l.Case(LinesLossy); ok {
 		want := float64(c.Frames()) * c.LossA * c.LossB
 		r := float64(c.NAKs) / want
