@@ -9,7 +9,8 @@
 // bound to its interface, outgoing frames ignored); a delayed frame waits
 // in a bounded queue for a sender on a locked thread whose timer slack
 // is 1 ns, which sleeps until the frame is due (an absolute
-// clock_nanosleep) and sends it. Every loop is bounded: reads time out so
+// clock_nanosleep) and sends it. With Realtime every thread of the line
+// is SCHED_FIFO, so that on a busy host the line still acts as a wire. Every loop is bounded: reads time out so
 // that Run sees its stop, a full queue drops (and counts) the frame.
 //
 // # Files

@@ -18,6 +18,9 @@ type Config struct {
 	Loss    float64       // probability a DATA frame In → Out is dropped
 	Seed    uint64        // the drops' PRNG seed
 	Port    uint16        // UDP port of the DATA frames that may drop (0: any)
+	// Realtime runs the line's threads SCHED_FIFO (priority 1): a frame
+	// is forwarded when it comes, not when the host's busy threads let it.
+	Realtime bool
 }
 
 // Stats is what a line did.
@@ -147,6 +150,11 @@ func btoi(b bool) int {
 
 // back passes every frame Out → In at once.
 func (l *Line) back(stop <-chan struct{}) error {
+	if l.cfg.Realtime {
+		if err := lockThread(false, true); err != nil {
+			return err
+		}
+	}
 	var b [frameMax]byte
 	for !done(stop) {
 		n, err := l.out.read(b[:])
@@ -168,6 +176,11 @@ func (l *Line) back(stop <-chan struct{}) error {
 // others on Out at once or queues them for the sender, due Delay after
 // they were read.
 func (l *Line) forward(stop <-chan struct{}) error {
+	if l.cfg.Realtime {
+		if err := lockThread(false, true); err != nil {
+			return err
+		}
+	}
 	var b [frameMax]byte
 	for !done(stop) {
 		n, err := l.in.read(b[:])
@@ -221,9 +234,9 @@ func (l *Line) drop(f []byte) bool {
 }
 
 // sender sends each queued frame when it is due, sleeping on a thread of
-// its own with a timer slack of 1 ns.
+// its own with a timer slack of 1 ns (SCHED_FIFO with Realtime).
 func (l *Line) sender(stop <-chan struct{}) error {
-	if err := lockSleeper(); err != nil {
+	if err := lockThread(true, l.cfg.Realtime); err != nil {
 		return err
 	}
 	tick := time.NewTicker(readTimeout)

@@ -57,7 +57,7 @@ func TestLineDelaysAndDrops(t *testing.T) {
 	)
 	var l *Line
 	if err := p.B.Do(func() (err error) {
-		l, err = Open(Config{In: p.BIf, Out: link.BIf, Delay: delay, Loss: loss, Seed: 41, Port: port})
+		l, err = Open(Config{In: p.BIf, Out: link.BIf, Delay: delay, Loss: loss, Seed: 41, Port: port, Realtime: true})
 		return err
 	}); err != nil {
 		t.Fatal(err)

@@ -104,14 +104,24 @@ func sleepUntil(t int64) {
 	}
 }
 
-// lockSleeper locks the calling goroutine to its thread and sets the
-// thread's timer slack to 1 ns, so that a sleep ends when it is due, not
-// up to 50 µs later (the default slack). The thread is never unlocked:
-// when the goroutine ends, Go retires it with its slack.
-func lockSleeper() error {
+// lockThread locks the calling goroutine to its thread; with slack, sets
+// the thread's timer slack to 1 ns, so that a sleep ends when it is due,
+// not up to 50 µs later (the default slack); with realtime, schedules it
+// SCHED_FIFO at priority 1, so that a frame waking it is forwarded at
+// once rather than after the busy threads of the host (a wire does not
+// wait for a CPU). The thread is never unlocked: when the goroutine ends,
+// Go retires it, with its slack and policy.
+func lockThread(slack, realtime bool) error {
 	runtime.LockOSThread()
-	if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("delayline: PR_SET_TIMERSLACK: %w", err)
+	if slack {
+		if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("delayline: PR_SET_TIMERSLACK: %w", err)
+		}
+	}
+	if realtime {
+		if err := unix.SchedSetAttr(0, &unix.SchedAttr{Policy: unix.SCHED_FIFO, Priority: 1}, 0); err != nil {
+			return fmt.Errorf("delayline: SCHED_FIFO: %w", err)
+		}
 	}
 	return nil
 }

@@ -92,7 +92,7 @@ func (b *Bench) linesCase(lc LinesConfig, c linesCase) (report.LinesCase, error)
 func (ps *procSet) forwarder(d *deployedNet, dir string, v *linesVia, lc LinesConfig, i int, delay time.Duration, loss float64) (linesFwd, error) {
 	f := linesFwd{line: v.name, log: filepath.Join(dir, "dropped-"+v.name)}
 	spec := role.Spec{Role: role.Forwarder, Forward: &role.ForwardSpec{In: v.midIn, Out: v.midOut, Delay: report.Duration(delay),
-		Loss: loss, Seed: lc.Seed + uint64(i), Port: uint16(linesPorts.udp + 2*i), Log: f.log}}
+		Loss: loss, Seed: lc.Seed + uint64(i), Port: uint16(linesPorts.udp + 2*i), Log: f.log, Realtime: true}}
 	var err error
 	f.p, err = ps.roleReady(d, v.launcher, "forwarder "+v.name, spec)
 	return f, err

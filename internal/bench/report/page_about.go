@@ -97,7 +97,8 @@ between its two veths, holding those towards the mirror for the line's
 delay (an absolute clock_nanosleep with 1 ns timer slack; this kernel has
 no netem) and dropping each DATA frame with the line's loss, a seeded
 PRNG per line, logging each dropped frame's first sequence; the other
-direction passes at once. A producer process (N1) pushes --lines-rate
+direction passes at once; its threads run SCHED_FIFO, so that on the busy
+host a frame is forwarded when it comes, as on a wire. A producer process (N1) pushes --lines-rate
 records/s, each stamped, for --lines-for after --open-warmup, and a reader
 process (N2) records each record's one way, as in the openloop section.
 Every case but "A direct" goes through the forwarders (delay 0 on a clean

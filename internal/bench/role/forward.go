@@ -33,6 +33,8 @@ type ForwardSpec struct {
 	Seed  uint64          `json:"seed"`
 	Port  uint16          `json:"port"`
 	Log   string          `json:"log"` // where the dropped sequences go
+	// Realtime runs its threads SCHED_FIFO (delayline.Config.Realtime).
+	Realtime bool `json:"realtime,omitempty"`
 }
 
 // ForwardResult is a forwarder's counters.
@@ -44,7 +46,7 @@ func forwarder(s Spec, out *bufio.Writer, cmds <-chan string, gone <-chan struct
 	if f == nil {
 		return fmt.Errorf("role: %s without its forward spec", Forwarder)
 	}
-	l, err := delayline.Open(delayline.Config{In: f.In, Out: f.Out, Delay: time.Duration(f.Delay), Loss: f.Loss, Seed: f.Seed, Port: f.Port})
+	l, err := delayline.Open(delayline.Config{In: f.In, Out: f.Out, Delay: time.Duration(f.Delay), Loss: f.Loss, Seed: f.Seed, Port: f.Port, Realtime: f.Realtime})
 	if err != nil {
 		return err
 	}
