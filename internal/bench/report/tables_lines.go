@@ -42,6 +42,14 @@ func (l *Lines) linesTargets() [][]string {
 		rows = append(rows, []string{"p50 one way, " + name + " ÷ A alone", fmtUS(p50), fmtUS(b50), fmtRatio(p50, b50),
 			"≤ " + strconv.FormatFloat(LinesDelayedMax, 'f', 2, 64) + "×", metOrNot(ok && okBase && b50 > 0, p50 <= LinesDelayedMax*b50)})
 	}
+	if clean, ok := l.Case(LinesAB); ok { // no target: the delay alone, two lines either way
+		for _, name := range []string{LinesBSlow, LinesASlow} {
+			if c, ok := l.Case(name); ok {
+				rows = append(rows, []string{"p50 one way, " + name + " ÷ A+B clean", fmtUS(c.Step.Lat.P50),
+					fmtUS(clean.Step.Lat.P50), fmtRatio(c.Step.Lat.P50, clean.Step.Lat.P50), "none: the delay's cost alone", dash})
+			}
+		}
+	}
 	if direct, ok := l.Case(LinesDirect); ok { // no target: what the delay lines cost
 		for _, name := range []string{LinesA, LinesAB} {
 			if c, ok := l.Case(name); ok {

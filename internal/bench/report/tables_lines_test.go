@@ -57,6 +57,7 @@ func TestLinesTables(t *testing.T) {
 	wantRow(t, out, "NAKs ÷ frames × loss A × loss B, zero gaps", "805 NAKs, 0 gaps", "800", "1.01×", "1/1.5..1.5×, 0 gaps", "met")
 	wantRow(t, out, "A+B, A delayed", "2", "200µs", "-", "0.00%", "0.00%", "60,000", "32.0", "128.0")
 	wantRow(t, out, "A direct (no forwarder)", "1", "-", "-")
+	wantRow(t, out, "p50 one way, A+B, A delayed ÷ A+B clean", "32.0", "30.5", "1.05×", "none: the delay's cost alone", "-")
 	wantRow(t, out, "p50 one way, A+B (through the forwarders) ÷ A direct", "30.5", "24.0", "1.27×", "none: the forwarders' cost", "-")
 	wantRow(t, out, "A+B, loss on both", "80,000", "8,010", "7,990", "790", "805", "1.02×", "0", "71,990", "10", "8,010", "20", "72,010", "7,990", "40µs")
 	wantRow(t, out, "2", "1.60 M", "1.59 M", "yes", "yes", "0")
