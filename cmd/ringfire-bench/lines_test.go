@@ -30,8 +30,8 @@ func TestBenchLines(t *testing.T) {
 			t.Errorf("%d line(s): sweep %+v, want 20000/s first, pushed", sw.Lines, sw.Sweep)
 		}
 	}
-	if len(l.Cases) != 6 {
-		t.Fatalf("%d cases, want 6: %+v", len(l.Cases), l.Cases)
+	if len(l.Cases) != 7 {
+		t.Fatalf("%d cases, want 7: %+v", len(l.Cases), l.Cases)
 	}
 	for _, c := range l.Cases {
 		s := c.Step

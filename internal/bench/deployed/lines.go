@@ -18,9 +18,10 @@ import (
 //	           sweep) and run 2 mirrors it on one line, then on two,
 //	           over direct links (veth0, veth1)
 //	cases      the open loop's producer (N1) and reader (N2) time every
-//	           record's one way at Rate, through the delay lines: line A
-//	           alone (and direct, the forwarders' cost), both clean, B
-//	           delayed, A delayed, both losing DATA frames
+//	           record's one way at Rate: line A alone and both lines
+//	           direct (the base of the forwarders' cost), then through
+//	           the delay lines: line A alone, both clean, B delayed, A
+//	           delayed, both losing DATA frames
 
 // LinesTransports are the transports of the section: line B is multicast.
 var LinesTransports = []string{"xdp-multicast", "udp-multicast"}
@@ -81,6 +82,7 @@ type linesCase struct {
 func linesCases(lc LinesConfig) []linesCase {
 	return []linesCase{
 		{name: report.LinesDirect, direct: true},
+		{name: report.LinesDirect2, two: true, direct: true},
 		{name: report.LinesA},
 		{name: report.LinesAB, two: true},
 		{name: report.LinesBSlow, two: true, delayB: lc.Delay},

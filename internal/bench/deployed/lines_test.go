@@ -61,22 +61,22 @@ func TestLinesRunTables(t *testing.T) {
 	}
 }
 
-// The cases: A direct and A alone on one line, then both lines clean,
-// B then A delayed, both lossy, each with the configured fault.
+// The cases: A direct, both direct, A alone through its forwarder, then
+// both lines clean, B then A delayed, both lossy, each with its fault.
 func TestLinesCases(t *testing.T) {
 	lc := LinesConfig{}
 	lc.Defaults()
 	cs := linesCases(lc)
-	want := []string{report.LinesDirect, report.LinesA, report.LinesAB, report.LinesBSlow, report.LinesASlow, report.LinesLossy}
+	want := []string{report.LinesDirect, report.LinesDirect2, report.LinesA, report.LinesAB, report.LinesBSlow, report.LinesASlow, report.LinesLossy}
 	if len(cs) != len(want) {
 		t.Fatalf("%d cases, want %d", len(cs), len(want))
 	}
 	for i, c := range cs {
-		if c.name != want[i] || c.two != (i >= 2) || c.direct != (i == 0) {
+		if c.name != want[i] || c.two != (i != 0 && i != 2) || c.direct != (i < 2) {
 			t.Errorf("case %d: %+v, want %s", i, c, want[i])
 		}
 	}
-	if cs[3].delayB != 200*time.Microsecond || cs[4].delayA != 200*time.Microsecond || cs[5].lossA != 0.1 || cs[5].lossB != 0.1 {
-		t.Errorf("faults: B delayed %v, A delayed %v, losses %v %v", cs[3].delayB, cs[4].delayA, cs[5].lossA, cs[5].lossB)
+	if cs[4].delayB != 200*time.Microsecond || cs[5].delayA != 200*time.Microsecond || cs[6].lossA != 0.1 || cs[6].lossB != 0.1 {
+		t.Errorf("faults: B delayed %v, A delayed %v, losses %v %v", cs[4].delayB, cs[5].delayA, cs[6].lossA, cs[6].lossB)
 	}
 }

@@ -26,6 +26,7 @@ type LinesSweep struct {
 // The lines cases' names.
 const (
 	LinesDirect  = "A direct"          // line A alone, no forwarder
+	LinesDirect2 = "A+B direct"        // both lines, no forwarder
 	LinesA       = "A"                 // line A alone through its forwarder
 	LinesAB      = "A+B"               // both lines clean
 	LinesBSlow   = "A+B, B delayed"    // line B delayed

@@ -101,8 +101,10 @@ direction passes at once; its threads run SCHED_FIFO, so that on the busy
 host a frame is forwarded when it comes, as on a wire. A producer process (N1) pushes --lines-rate
 records/s, each stamped, for --lines-for after --open-warmup, and a reader
 process (N2) records each record's one way, as in the openloop section.
-Every case but "A direct" goes through the forwarders (delay 0 on a clean
-line), so A direct against A is the forwarder's own cost. Dropped on both
+Every case but "A direct" and "A+B direct" (line A, or both, over veth0
+and veth1) goes through the forwarders (delay 0 on a clean line): A+B
+direct against A direct is two lines' own cost, A against A direct a
+forwarder's. Dropped on both
 is the frames both forwarders dropped; the mirror's NAKs and gaps come
 from run 2's /metrics, over the whole case.`,
 	"openloop": `One-way latency under a fixed offered load, as deployed: a producer

@@ -50,6 +50,12 @@ func (l *Lines) linesTargets() [][]string {
 			}
 		}
 	}
+	if direct, ok := l.Case(LinesDirect); ok { // no target: two lines' own cost, no forwarder
+		if c, ok := l.Case(LinesDirect2); ok {
+			rows = append(rows, []string{"p50 one way, " + LinesDirect2 + " ÷ A direct", fmtUS(c.Step.Lat.P50),
+				fmtUS(direct.Step.Lat.P50), fmtRatio(c.Step.Lat.P50, direct.Step.Lat.P50), "none: two lines' own cost", dash})
+		}
+	}
 	if direct, ok := l.Case(LinesDirect); ok { // no target: what the delay lines cost
 		for _, name := range []string{LinesA, LinesAB} {
 			if c, ok := l.Case(name); ok {

@@ -32,12 +32,14 @@ func linesReport(slowP50, naks, gaps uint64) *Report {
 	lossy.LossA, lossy.LossB = 0.1, 0.1
 	direct := linesCase(LinesDirect, 1, 24, 80_000, 0, 0, 0, 0, 0)
 	direct.Direct, direct.Forwarders = true, nil
+	direct2 := linesCase(LinesDirect2, 2, 26, 80_000, 0, 0, 0, 0, 0)
+	direct2.Direct, direct2.Forwarders = true, nil
 	return &Report{Record: 64, Lines: &Lines{Transport: "xdp-multicast", Wait: "default", Rate: 20_000,
 		OneLine: LinesSweep{Lines: 1, ZeroLoss: ZeroLoss{Rate: 2_400_000}, Sweep: []RingsStep{
 			{Rate: 2_400_000, Pushed: 2_400_000, Achieved: 2_390_000, Drained: true}, {Rate: 3_200_000, Pushed: 3_200_000, Achieved: 3_000_000, Drained: true, NAKs: 12}}},
 		TwoLines: LinesSweep{Lines: 2, ZeroLoss: ZeroLoss{Rate: 1_600_000}, Sweep: []RingsStep{
 			{Rate: 1_600_000, Pushed: 1_600_000, Achieved: 1_590_000, Drained: true}}},
-		Cases: []LinesCase{direct, linesCase(LinesA, 1, 30, 80_000, 0, 0, 0, 0, 0), linesCase(LinesAB, 2, 30.5, 80_000, 0, 0, 0, 0, 0),
+		Cases: []LinesCase{direct, direct2, linesCase(LinesA, 1, 30, 80_000, 0, 0, 0, 0, 0), linesCase(LinesAB, 2, 30.5, 80_000, 0, 0, 0, 0, 0),
 			slowB, slowA, lossy}}}
 }
 
@@ -57,6 +59,8 @@ func TestLinesTables(t *testing.T) {
 	wantRow(t, out, "NAKs ÷ frames × loss A × loss B, zero gaps", "805 NAKs, 0 gaps", "800", "1.01×", "1/1.5..1.5×, 0 gaps", "met")
 	wantRow(t, out, "A+B, A delayed", "2", "200µs", "-", "0.00%", "0.00%", "60,000", "32.0", "128.0")
 	wantRow(t, out, "A direct (no forwarder)", "1", "-", "-")
+	wantRow(t, out, "A+B direct (no forwarder)", "2", "-", "-")
+	wantRow(t, out, "p50 one way, A+B direct ÷ A direct", "26.0", "24.0", "1.08×", "none: two lines' own cost", "-")
 	wantRow(t, out, "p50 one way, A+B, A delayed ÷ A+B clean", "32.0", "30.5", "1.05×", "none: the delay's cost alone", "-")
 	wantRow(t, out, "p50 one way, A+B (through the forwarders) ÷ A direct", "30.5", "24.0", "1.27×", "none: the forwarders' cost", "-")
 	wantRow(t, out, "A+B, loss on both", "80,000", "8,010", "7,990", "790", "805", "1.02×", "0", "71,990", "10", "8,010", "20", "72,010", "7,990", "40µs")
