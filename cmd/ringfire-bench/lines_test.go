@@ -30,15 +30,15 @@ func TestBenchLines(t *testing.T) {
 			t.Errorf("%d line(s): sweep %+v, want 20000/s first, pushed", sw.Lines, sw.Sweep)
 		}
 	}
-	if len(l.Cases) != 7 {
-		t.Fatalf("%d cases, want 7: %+v", len(l.Cases), l.Cases)
+	if len(l.Cases) != 8 {
+		t.Fatalf("%d cases, want 8: %+v", len(l.Cases), l.Cases)
 	}
 	for _, c := range l.Cases {
 		s := c.Step
 		if s.Received == 0 || s.Received+s.Lapped+s.Lost != s.Pushed || s.Lat.Samples != int64(s.Received) || s.Lat.P50 <= 0 {
 			t.Errorf("%s: pushed %d, read %d, lapped %d, lost %d, one way %+v", c.Name, s.Pushed, s.Received, s.Lapped, s.Lost, s.Lat)
 		}
-		if want := c.Lines; !c.Direct && (len(c.Forwarders) != want || c.Frames() == 0) {
+		if want := c.Sent; !c.Direct && (len(c.Forwarders) != want || c.Frames() == 0) {
 			t.Errorf("%s: forwarders %+v, want %d that saw DATA frames", c.Name, c.Forwarders, want)
 		}
 		if c.Lines == 2 && len(c.PerLine) != 2 {

@@ -20,8 +20,9 @@ import (
 //	cases      the open loop's producer (N1) and reader (N2) time every
 //	           record's one way at Rate: line A alone and both lines
 //	           direct (the base of the forwarders' cost), then through
-//	           the delay lines: line A alone, both clean, B delayed, A
-//	           delayed, both losing DATA frames
+//	           the delay lines: line A alone, line A alone of a source
+//	           sending on both (the delayed cases' base: the same load),
+//	           both clean, B delayed, A delayed, both losing DATA frames
 
 // LinesTransports are the transports of the section: line B is multicast.
 var LinesTransports = []string{"xdp-multicast", "udp-multicast"}
@@ -74,6 +75,7 @@ func (c *LinesConfig) Defaults() {
 type linesCase struct {
 	name           string
 	two, direct    bool
+	oneA           bool // with two: the mirror takes line A only
 	delayA, delayB time.Duration
 	lossA, lossB   float64
 }
@@ -84,6 +86,7 @@ func linesCases(lc LinesConfig) []linesCase {
 		{name: report.LinesDirect, direct: true},
 		{name: report.LinesDirect2, two: true, direct: true},
 		{name: report.LinesA},
+		{name: report.LinesAOfAB, two: true, oneA: true},
 		{name: report.LinesAB, two: true},
 		{name: report.LinesBSlow, two: true, delayB: lc.Delay},
 		{name: report.LinesASlow, two: true, delayA: lc.Delay},

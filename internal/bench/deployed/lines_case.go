@@ -24,10 +24,13 @@ type linesFwd struct {
 // run 2, the open loop's producer and reader; a warm-up at lc.Rate, then
 // lc.For timed; then the mirror's counters and the forwarders'.
 func (b *Bench) linesCase(lc LinesConfig, c linesCase) (report.LinesCase, error) {
-	res := report.LinesCase{Name: c.name, Lines: 1, Direct: c.direct, DelayA: report.Duration(c.delayA),
+	res := report.LinesCase{Name: c.name, Lines: 1, Sent: 1, Direct: c.direct, DelayA: report.Duration(c.delayA),
 		DelayB: report.Duration(c.delayB), LossA: c.lossA, LossB: c.lossB}
 	if c.two {
-		res.Lines = 2
+		res.Lines, res.Sent = 2, 2
+	}
+	if c.oneA {
+		res.Lines = 1
 	}
 	d, dir, err := b.deployedDir("lines-case-")
 	if err != nil {
@@ -57,6 +60,7 @@ func (b *Bench) linesCase(lc LinesConfig, c linesCase) (report.LinesCase, error)
 		}
 	}
 	lh := newLinesHop(dir, "Y", lc.Transport, lc.Wait, a, bl, c.two)
+	lh.oneA = c.oneA
 	cfg := &b.cfg
 	producer, err := ps.roleReady(d, d.n1, report.RoleProducer, role.Spec{Role: role.OpenProducer, Ring: lh.h.ring(0), Record: cfg.Record, Capacity: openCapacity})
 	if err != nil {
@@ -111,7 +115,7 @@ func linesCounters(run2 *ringsRun, lh linesHop, res *report.LinesCase) error {
 		return fmt.Errorf("deployed: run 2's counters: %v %v", err1, err2)
 	}
 	res.NAKs, res.Gaps = naks, gaps
-	if !lh.two {
+	if !lh.two || lh.oneA {
 		return nil
 	}
 	for _, line := range []string{report.LinesLineA, report.LinesLineB} {

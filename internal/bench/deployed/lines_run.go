@@ -28,6 +28,7 @@ type linesHop struct {
 	h     ringsHop // the ring's names (one ring) and the session's bind
 	a, b  lineEnd
 	two   bool // line B too
+	oneA  bool // with two: the mirror takes line A only
 	xdp   bool
 	wait  string
 	ports ringsPorts
@@ -72,7 +73,7 @@ func (lh linesHop) mirrorTable() string {
 	if lh.xdp {
 		fmt.Fprintf(&b, "xdp = %q\nrequire-xdp = true\n", lh.a.dstIf)
 	}
-	if lh.two {
+	if lh.two && !lh.oneA {
 		fmt.Fprintf(&b, "iface-b = %q\n", lh.b.dst)
 		if lh.xdp {
 			fmt.Fprintf(&b, "xdp-b = %q\n", lh.b.dstIf)

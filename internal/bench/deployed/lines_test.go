@@ -53,6 +53,11 @@ func TestLinesRunTables(t *testing.T) {
 			t.Errorf("mirror table lacks %s:\n%s", want, two.mirrorTable())
 		}
 	}
+	oneA := two
+	oneA.oneA = true
+	if !strings.Contains(oneA.serveTable(), "multicast-b") || strings.Contains(oneA.mirrorTable(), "-b =") {
+		t.Errorf("line A of two: the serve sends on both, the mirror takes A only:\n%s%s", oneA.serveTable(), oneA.mirrorTable())
+	}
 	one := newLinesHop("/dev/shm/x", "Y", "udp-multicast", "default", a, b, false)
 	for _, table := range []string{one.serveTable(), one.mirrorTable()} {
 		if strings.Contains(table, "-b =") || strings.Contains(table, "xdp") || strings.Contains(table, "wait") {
@@ -67,16 +72,16 @@ func TestLinesCases(t *testing.T) {
 	lc := LinesConfig{}
 	lc.Defaults()
 	cs := linesCases(lc)
-	want := []string{report.LinesDirect, report.LinesDirect2, report.LinesA, report.LinesAB, report.LinesBSlow, report.LinesASlow, report.LinesLossy}
+	want := []string{report.LinesDirect, report.LinesDirect2, report.LinesA, report.LinesAOfAB, report.LinesAB, report.LinesBSlow, report.LinesASlow, report.LinesLossy}
 	if len(cs) != len(want) {
 		t.Fatalf("%d cases, want %d", len(cs), len(want))
 	}
 	for i, c := range cs {
-		if c.name != want[i] || c.two != (i != 0 && i != 2) || c.direct != (i < 2) {
+		if c.name != want[i] || c.two != (i != 0 && i != 2) || c.direct != (i < 2) || c.oneA != (i == 3) {
 			t.Errorf("case %d: %+v, want %s", i, c, want[i])
 		}
 	}
-	if cs[4].delayB != 200*time.Microsecond || cs[5].delayA != 200*time.Microsecond || cs[6].lossA != 0.1 || cs[6].lossB != 0.1 {
-		t.Errorf("faults: B delayed %v, A delayed %v, losses %v %v", cs[4].delayB, cs[5].delayA, cs[6].lossA, cs[6].lossB)
+	if cs[5].delayB != 200*time.Microsecond || cs[6].delayA != 200*time.Microsecond || cs[7].lossA != 0.1 || cs[7].lossB != 0.1 {
+		t.Errorf("faults: B delayed %v, A delayed %v, losses %v %v", cs[5].delayB, cs[6].delayA, cs[7].lossA, cs[7].lossB)
 	}
 }

@@ -28,6 +28,7 @@ const (
 	LinesDirect  = "A direct"          // line A alone, no forwarder
 	LinesDirect2 = "A+B direct"        // both lines, no forwarder
 	LinesA       = "A"                 // line A alone through its forwarder
+	LinesAOfAB   = "A of A+B"          // the source sends on both, the mirror takes A only
 	LinesAB      = "A+B"               // both lines clean
 	LinesBSlow   = "A+B, B delayed"    // line B delayed
 	LinesASlow   = "A+B, A delayed"    // line A delayed
@@ -41,7 +42,8 @@ const (
 // repairs and per-line counters, and each forwarder's.
 type LinesCase struct {
 	Name   string   `json:"name"`
-	Lines  int      `json:"lines"`
+	Lines  int      `json:"lines"`            // lines the mirror takes
+	Sent   int      `json:"sent"`             // lines the source sends on
 	Direct bool     `json:"direct,omitempty"` // no forwarder
 	DelayA Duration `json:"delay_a"`
 	DelayB Duration `json:"delay_b"`

@@ -104,7 +104,10 @@ process (N2) records each record's one way, as in the openloop section.
 Every case but "A direct" and "A+B direct" (line A, or both, over veth0
 and veth1) goes through the forwarders (delay 0 on a clean line): A+B
 direct against A direct is two lines' own cost, A against A direct a
-forwarder's. Dropped on both
+forwarder's. The delayed cases are held against "A of A+B": the source
+sends on both lines through both forwarders, as in them, and the mirror
+takes line A alone (the fast line alone, under the same load; the
+forwarders share the host's two cores with serve and mirror). Dropped on both
 is the frames both forwarders dropped; the mirror's NAKs and gaps come
 from run 2's /metrics, over the whole case.`,
 	"openloop": `One-way latency under a fixed offered load, as deployed: a producer

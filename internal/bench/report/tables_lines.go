@@ -35,11 +35,13 @@ func (l *Lines) linesTargets() [][]string {
 	rows = append(rows, []string{"zero-loss rate, two lines ÷ one (direct links)", zeroLossRate(l.TwoLines.ZeroLoss),
 		zeroLossRate(l.OneLine.ZeroLoss), fmtRatio(two, one), "≥ " + strconv.FormatFloat(LinesZeroLossMin, 'f', 2, 64) + "×",
 		metOrNot(one > 0 && two > 0, two >= LinesZeroLossMin*one)})
-	base, okBase := l.Case(LinesA)
+	// The fast line alone: the mirror on line A of a source sending on
+	// both, both forwarders as busy as in the delayed cases.
+	base, okBase := l.Case(LinesAOfAB)
 	for _, name := range []string{LinesBSlow, LinesASlow} {
 		c, ok := l.Case(name)
 		p50, b50 := c.Step.Lat.P50, base.Step.Lat.P50
-		rows = append(rows, []string{"p50 one way, " + name + " ÷ A alone", fmtUS(p50), fmtUS(b50), fmtRatio(p50, b50),
+		rows = append(rows, []string{"p50 one way, " + name + " ÷ " + LinesAOfAB + " (line A alone)", fmtUS(p50), fmtUS(b50), fmtRatio(p50, b50),
 			"≤ " + strconv.FormatFloat(LinesDelayedMax, 'f', 2, 64) + "×", metOrNot(ok && okBase && b50 > 0, p50 <= LinesDelayedMax*b50)})
 	}
 	if clean, ok := l.Case(LinesAB); ok { // no target: the delay alone, two lines either way
@@ -92,7 +94,7 @@ func fmtDelay(d Duration) string {
 
 func (r *Report) linesCasesTable() table {
 	t := table{title: "lines: one way through the delay lines at a fixed rate (µs; CPU in cores)", header: []string{
-		"case", "lines", "delay A", "delay B", "loss A", "loss B", "samples", "p50", "p99", "p99.9", "max", "lapped+lost",
+		"case", "lines taken", "delay A", "delay B", "loss A", "loss B", "samples", "p50", "p99", "p99.9", "max", "lapped+lost",
 		"CPU run 1", "CPU run 2", "CPU forwarders", "CPU producer+reader"}}
 	if r.Lines == nil {
 		return t
@@ -103,7 +105,11 @@ func (r *Report) linesCasesTable() table {
 		if c.Direct {
 			name += " (no forwarder)"
 		}
-		t.rows = append(t.rows, []string{name, strconv.Itoa(c.Lines), fmtDelay(c.DelayA), fmtDelay(c.DelayB),
+		lines := strconv.Itoa(c.Lines)
+		if c.Sent > c.Lines {
+			lines += " of " + strconv.Itoa(c.Sent)
+		}
+		t.rows = append(t.rows, []string{name, lines, fmtDelay(c.DelayA), fmtDelay(c.DelayB),
 			fmtPct(100 * c.LossA), fmtPct(100 * c.LossB), fmtCount(uint64(max(s.Lat.Samples, 0))),
 			fmtUS(s.Lat.P50), fmtUS(s.Lat.P99), fmtUS(s.Lat.P999), fmtUS(s.Lat.Max), fmtCount(s.Lapped + s.Lost),
 			cpuOf(s.CPU, RoleRun1), cpuOf(s.CPU, RoleRun2), cpuOf(s.CPU, "forwarder A", "forwarder B"), cpuOf(s.CPU, RoleProducer, RoleReader)})
