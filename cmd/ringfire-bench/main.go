@@ -82,8 +82,9 @@ ringfire serve --multicast-b and mirror --iface-b, one ringfire run per
 host; the zero-loss rate on one line and on two over direct links, the
 stress sweep's --rates and --stress; then a producer and a reader timing
 each record's one way at --lines-rate through two delay lines, each a
-forwarder process in a namespace between the hosts: line A alone, direct
-and through its forwarder, both lines clean, line B then line A delayed
+forwarder process in a namespace between the hosts: line A alone and
+both lines direct, then through the forwarders line A alone, line A of a
+source sending on both, both lines clean, line B then line A delayed
 by --lines-delay, both lines dropping --lines-loss of their DATA frames
 independently, with the mirror's NAKs and gaps, the frames both lines
 lost and each process's CPU), and the archive
