@@ -78,7 +78,17 @@ the run's zero-loss rate, --open-step each, ringfire serve and mirror, or
 one ringfire run per host for a loop's wait, over --open-transport, and a
 reader process on the mirror host timing every record, once per --waits:
 p50, p99, p99.9, max, records lapped and lost, each process's CPU, and
-the knee, the highest rate up to which p99 ≤ 1 ms), and the archive
+the knee, the highest rate up to which p99 ≤ 1 ms), A/B lines (lines:
+ringfire serve --multicast-b and mirror --iface-b, one ringfire run per
+host; the zero-loss rate on one line and on two over direct links, the
+stress sweep's --rates and --stress; then a producer and a reader timing
+each record's one way at --lines-rate through two delay lines, each a
+forwarder process in a namespace between the hosts: line A alone and
+both lines direct, then through the forwarders line A alone, line A of a
+source sending on both, both lines clean, line B then line A delayed
+by --lines-delay, both lines dropping --lines-loss of their DATA frames
+independently, with the mirror's NAKs and gaps, the frames both lines
+lost and each process's CPU), and the archive
 (archive): a recorder process
 following a producer process's ring into an archive, the highest rate it
 keeps up with, no gap entry, into tmpfs and onto the disk (--archive-dir)
@@ -109,6 +119,7 @@ type benchFlags struct {
 	json, quick, trace                  bool
 	archive                             archiveFlags
 	open                                openFlags
+	lines                               linesFlags
 }
 
 // run is the command with its arguments (after the program name).
@@ -133,6 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.rings, "rings", joinInts(bench.DefaultRings), "rings: ring `counts` served and mirrored by one ringfire run per side (one ring alone is always measured)")
 	fs.StringVar(&f.ringsWaits, "rings-waits", strings.Join(deployed.DefaultRingsWaits, ","), "rings: wait `modes` of the run processes' serves and mirrors (default: no key, X: wait = X, loop-X: every unit of a process on one loop waiting as X, loopN-X: on N loops)")
 	f.open.register(fs)
+	f.lines.register(fs)
 	f.archive.register(fs)
 	fs.StringVar(&f.out, "out", "", "write bench.json and the SVG charts into `dir`")
 	fs.StringVar(&f.markdown, "markdown", "", "write the page of the results (docs/benchmarks.md) to `file`, its charts linked relative to it in --out")
@@ -224,12 +236,16 @@ func (f *benchFlags) config(progress io.Writer) (bench.Config, error) {
 	if err := f.open.config(&cfg); err != nil {
 		return cfg, err
 	}
+	if err := f.lines.config(&cfg); err != nil {
+		return cfg, err
+	}
 	if f.quick {
 		cfg.Archive.Quick()
 		cfg.PingPong, cfg.Stress, cfg.Stages = 300*time.Millisecond, 300*time.Millisecond, 300*time.Millisecond
 		cfg.Rates, cfg.Fanout, cfg.Rings = []int{50_000, 200_000}, []int{1, 4}, []int{1, 4}
 		cfg.WarmUp, cfg.Samples = min(cfg.WarmUp, 200), min(cfg.Samples, 2_000)
 		cfg.OpenRates, cfg.OpenStep, cfg.OpenWarmUp = []int{20_000, 200_000}, 300*time.Millisecond, 300*time.Millisecond
+		cfg.Lines.For = min(cfg.Lines.For, 500*time.Millisecond)
 	}
 	return cfg, nil
 }

@@ -228,6 +228,14 @@ func TestBenchFlagErrors(t *testing.T) {
 		{[]string{"--open-warmup", "-1s"}, "--open-warmup"},
 		{[]string{"--open-zero-loss", "-5"}, "--open-zero-loss"},
 		{[]string{"--open-transport", "tcp"}, "--open-transport"},
+		{[]string{"--lines-transport", "udp-unicast"}, "--lines-transport"},
+		{[]string{"--lines-wait", "loop-yield"}, "--lines-wait"},
+		{[]string{"--lines-rate", "0"}, "--lines-rate"},
+		{[]string{"--lines-for", "0s"}, "--lines-for"},
+		{[]string{"--lines-delay", "-1ms"}, "--lines-delay"},
+		{[]string{"--lines-loss", "1"}, "--lines-loss"},
+		{[]string{"--lines-loss", "0"}, "--lines-loss"},
+		{[]string{"--lines-seed", "0"}, "--lines-seed"},
 		{[]string{"extra"}, "unexpected argument"},
 		{[]string{"--markdown", "page.md"}, "--markdown"},
 		{[]string{"--render", "no/such/bench.json"}, "--render"},
@@ -258,7 +266,8 @@ func TestHelp(t *testing.T) {
 	}
 	wantContains(t, "--help", se.String(), "usage: ringfire-bench [flags]", "--transports", "--sections", "--rates",
 		"--fanout", "--out", "--json", "--quick", "--waits", "--warmup", "--samples", "--deployed-for", "--ringfire", "--rings", "--rings-waits",
-		"--archive-rates", "--archive-dir", "--archive-seek", "--open-rates", "--open-step", "--open-warmup", "--open-transport", "--open-zero-loss", "--markdown", "--render", "ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md")
+		"--archive-rates", "--archive-dir", "--archive-seek", "--open-rates", "--open-step", "--open-warmup", "--open-transport", "--open-zero-loss",
+		"--lines-transport", "--lines-wait", "--lines-rate", "--lines-for", "--lines-delay", "--lines-loss", "--lines-seed", "--markdown", "--render", "ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md")
 }
 
 // The product binary links neither the harness nor package testing.

@@ -23,7 +23,7 @@
 //	  │                                    floors: relays on locked threads
 //	  │    fanout    fanout.go             1..N mirrors; Push cost; sendcost
 //	  │
-//	  ├─ every endpoint a process of its own:   deployed, rings, openloop
+//	  ├─ every endpoint a process of its own:   deployed, rings, openloop, lines
 //	  │    package deployed (Bench, made once per run): proc.Start, from a
 //	  │    launcher thread inside namespace N1 or N2, of
 //	  │      ringfire serve | mirror | run    (the ringfire binary)
@@ -60,6 +60,8 @@
 //	               section's producer, recorder or replayer
 //	bench/pace     pushing at a rate, the zero-loss sweep, polling with a bound
 //	bench/hist     the latency histogram both sides record into
+//	bench/delayline the lines section's delay line: a forwarder between two
+//	               interfaces that delays and drops frames (no netem here)
 //
 // # Files
 //
@@ -76,5 +78,6 @@
 //	fanout.go        fan-out and send cost
 //	stall.go         the machine's stalls before a run
 //	openloop.go      the openloop section's steps, rates and zero-loss rate
+//	lines.go         the lines section's step
 //	archive.go       the archive section's steps
 package bench

@@ -91,6 +91,9 @@ func planRest(cfg *Config, rep *report.Report, has func(string) bool) []step {
 	if has("openloop") {
 		steps = append(steps, planOpenLoop(cfg, rep)...)
 	}
+	if has("lines") {
+		steps = append(steps, planLines(cfg, rep)...)
+	}
 	if has("sendcost") {
 		for _, n := range cfg.Fanout {
 			steps = append(steps, step{fmt.Sprintf("send cost to %d", n), func(r *rig) error {

@@ -27,7 +27,7 @@ type Config struct {
 	Stages     time.Duration // push-to-read per stage (default 1 s)
 	StageRates []int         // the producer's rates while the stages are measured (default DefaultStageRates)
 	Fanout     []int         // mirror counts (default DefaultFanout)
-	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings, openloop, archive
+	Sections   []string      // default all: pingpong, stress, stages, fanout, sendcost, deployed, rings, openloop, lines, archive
 	Progress   io.Writer     // one line per measurement (default none)
 	// The deployed section: wait modes (default deployed.DefaultWaits), warm-up
 	// and timed round trips per measurement (default 10,000, at most
@@ -57,6 +57,8 @@ type Config struct {
 	OpenStep, OpenWarmUp time.Duration
 	OpenTransport        string
 	OpenZeroLoss         int
+	// Lines is the lines section's (its zero value: the defaults).
+	Lines deployed.LinesConfig
 	// Archive sizes the archive section (its zero value: the defaults).
 	Archive archive.Config
 }
@@ -84,7 +86,7 @@ var DefaultRings = []int{1, 4, 16}
 const procs = 8
 
 // Sections are the parts of a run.
-var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed", "rings", "openloop", "archive"}
+var Sections = []string{"pingpong", "stress", "stages", "fanout", "sendcost", "deployed", "rings", "openloop", "lines", "archive"}
 
 func (c *Config) defaults() {
 	if len(c.Transports) == 0 {
@@ -131,6 +133,7 @@ func (c *Config) defaults() {
 	if c.OpenTransport == "" {
 		c.OpenTransport = deployed.RingsTransport
 	}
+	c.Lines.Defaults()
 }
 
 func cmpInt(n, def int) int {
@@ -159,7 +162,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	defer r.close()
 	r.dep = deployed.New(&r.owner, r.dir, deployed.Config{Record: cfg.Record, WarmUp: cfg.WarmUp, Samples: cfg.Samples,
 		DeployedFor: cfg.DeployedFor, Ringfire: cfg.Ringfire, Trace: cfg.Trace, Rates: cfg.Rates, Stress: cfg.Stress,
-		OpenStep: cfg.OpenStep, OpenWarmUp: cfg.OpenWarmUp})
+		OpenStep: cfg.OpenStep, OpenWarmUp: cfg.OpenWarmUp, Lines: cfg.Lines})
 	rep := &report.Report{Machine: machine(), Started: time.Now(), Record: cfg.Record}
 	rep.Machine.Procs = runtime.GOMAXPROCS(0)
 	rep.Machine.Stall = measureStall(2 * cfg.Stages)

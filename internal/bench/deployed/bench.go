@@ -23,6 +23,9 @@ type Config struct {
 	// OpenStep and OpenWarmUp are the openloop section's time per offered
 	// rate and its warm-up before the first.
 	OpenStep, OpenWarmUp time.Duration
+	// Lines is the lines section's configuration (LinesConfig.Defaults
+	// fills it).
+	Lines LinesConfig
 }
 
 // Bench measures the sections whose endpoints are processes of their
@@ -35,6 +38,7 @@ type Bench struct {
 	cfg   Config
 	base  time.Time    // the rings load stamps records with the time since base
 	net   *deployedNet // nil until the first measurement
+	lines *linesNet    // the lines section's middles, nil until its first delay line
 }
 
 // New returns the deployed measurements of a run; it starts nothing.
@@ -45,6 +49,10 @@ func New(owner *netns.Owner, dir string, cfg Config) *Bench {
 // Close stops the launchers and removes a ringfire binary built for the
 // run; the namespaces are the owner's to remove.
 func (b *Bench) Close() {
+	if b.lines != nil {
+		b.lines.close()
+		b.lines = nil
+	}
 	if b.net != nil {
 		b.net.close()
 		b.net = nil

@@ -4,7 +4,9 @@
 // with a loop per host; the datagram alone; the hand-offs alone) and the
 // rings section (N rings per ringfire run process), and the openloop
 // section (one way at fixed offered rates: a producer, serve and mirror
-// or a run per host, a reader, each a process). Package bench plans
+// or a run per host, a reader, each a process), and the lines section
+// (A/B lines: zero-loss on one line and two, the one way with a line
+// delayed or both losing, through forwarder processes). Package bench plans
 // the measurements and calls Bench; this package starts the processes
 // (package proc), tells the roles what to do (package role) and turns
 // what they report into report types.
@@ -50,4 +52,8 @@
 //	rings_roundtrip.go Rings: its two phases, and the round trips
 //	rings_load.go      its zero-loss load and the run processes' counters
 //	openloop.go        OpenLoop: the open loop's processes and its steps
+//	lines.go           Lines: A/B lines, its config, cases and zero-loss sweeps
+//	lines_net.go       its delay lines: a middle namespace per line
+//	lines_run.go       its run files (serve --multicast-b, mirror --iface-b)
+//	lines_case.go      one case: forwarders, open loop, counters, drops
 package deployed

@@ -47,18 +47,11 @@ type ringsLoad struct {
 // that loses), the rate split evenly among the rings.
 func (b *Bench) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wait string) ([]report.RingsStep, report.ZeroLoss, error) {
 	p := d.pair
-	ld := &ringsLoad{b: b, rec: make([]byte, cfg.Record),
-		h: ringsHop{prefix: "L", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsL, wait: wait, n: n}}
+	ld, err := b.newRingsLoad(cfg, ringsHop{prefix: "L", dir: dir, src: p.AAddr, dst: p.BAddr, ifname: p.AIf, ports: portsL, wait: wait, n: n})
 	defer ld.close()
-	for i := range n {
-		w, err := shm.Create(ld.h.ring(i), shm.RingConfig{PayloadSize: cfg.Record, Capacity: ringsLoadCapacity(n)}, shm.CreateOptions{Replace: true})
-		if err != nil {
-			return nil, report.ZeroLoss{}, err
-		}
-		ld.ws = append(ld.ws, w)
-		ld.names, ld.cname = append(ld.names, ld.h.name(i)), append(ld.cname, ld.h.copyName(i))
+	if err != nil {
+		return nil, report.ZeroLoss{}, err
 	}
-	var err error
 	if ld.run1, err = ld.ps.startRun(d, d.n1, p.A, "run 1", filepath.Join(dir, "load-1.toml"), metricsAt(p.AAddr), []ringsHop{ld.h}, nil); err != nil {
 		return nil, report.ZeroLoss{}, err
 	}
@@ -70,11 +63,34 @@ func (b *Bench) ringsZeroLoss(cfg *Config, d *deployedNet, dir string, n int, wa
 			return nil, report.ZeroLoss{}, ld.ps.explain(err)
 		}
 	}
+	return ld.sweep(cfg, RingsTransport)
+}
+
+// newRingsLoad creates h's rings (h.n of them, ringsLoadCapacity each),
+// which this process writes; the caller starts ld's run processes and
+// closes ld, also on error.
+func (b *Bench) newRingsLoad(cfg *Config, h ringsHop) (*ringsLoad, error) {
+	ld := &ringsLoad{b: b, rec: make([]byte, cfg.Record), h: h}
+	for i := range h.n {
+		w, err := shm.Create(h.ring(i), shm.RingConfig{PayloadSize: cfg.Record, Capacity: ringsLoadCapacity(h.n)}, shm.CreateOptions{Replace: true})
+		if err != nil {
+			return ld, err
+		}
+		ld.ws = append(ld.ws, w)
+		ld.names, ld.cname = append(ld.names, h.name(i)), append(ld.cname, h.copyName(i))
+	}
+	return ld, nil
+}
+
+// sweep waits for the mirrors' first datagrams (run 1 and run 2 ready),
+// then tries each rate of cfg.Rates for cfg.Stress, up to the second rate
+// in a row that loses (pace.ZeroLoss): the steps and the best, over tr.
+func (ld *ringsLoad) sweep(cfg *Config, tr string) ([]report.RingsStep, report.ZeroLoss, error) {
 	if err := ld.live(); err != nil {
 		return nil, report.ZeroLoss{}, ld.ps.explain(err)
 	}
 	var steps []report.RingsStep
-	best, err := pace.ZeroLoss(RingsTransport, cfg.Rates, func(rate int) (float64, bool, error) {
+	best, err := pace.ZeroLoss(tr, cfg.Rates, func(rate int) (float64, bool, error) {
 		if len(steps) > 0 && !steps[len(steps)-1].Drained && pace.Until(ringsSettle, "the mirrors to catch up", ld.drained) != nil {
 			return 0, false, pace.ErrSweepDone // still behind: a higher rate would measure the last one's backlog
 		}

@@ -83,6 +83,33 @@ processes' NAK, gap and retransmission counters (their /metrics) did not
 move. Round trip: one pinger and one echo process for all N rings, polling
 them on a locked thread, with a record in flight on every ring at once and
 then one record in flight in all, ring after ring.`,
+	"lines": `A/B lines (issue 41): one ringfire run per namespace, run 1 (N1) serving
+one ring on line A and, with two lines, on line B too (serve --multicast
+and --multicast-b, each line its own interface, group and AF_XDP socket for
+--lines-transport xdp-multicast), run 2 (N2) mirroring it from both (mirror
+--iface-b). Zero-loss: over direct links (veth0 for line A, veth1 for line
+B), ringfire-bench writes the ring at each rate of --rates for --stress,
+the rings section's sweep and criterion (every record in the mirror ring
+within 2 s, no NAK, gap or retransmission), one line then two. The cases:
+each line passes through a middle namespace of its own where a forwarder
+process (ringfire-bench, plain AF_PACKET sockets) passes every frame
+between its two veths, holding those towards the mirror for the line's
+delay (an absolute clock_nanosleep with 1 ns timer slack; this kernel has
+no netem) and dropping each DATA frame with the line's loss, a seeded
+PRNG per line, logging each dropped frame's first sequence; the other
+direction passes at once; its threads run SCHED_FIFO, so that on the busy
+host a frame is forwarded when it comes, as on a wire. A producer process (N1) pushes --lines-rate
+records/s, each stamped, for --lines-for after --open-warmup, and a reader
+process (N2) records each record's one way, as in the openloop section.
+Every case but "A direct" and "A+B direct" (line A, or both, over veth0
+and veth1) goes through the forwarders (delay 0 on a clean line): A+B
+direct against A direct is two lines' own cost, A against A direct a
+forwarder's. The delayed cases are held against "A of A+B": the source
+sends on both lines through both forwarders, as in them, and the mirror
+takes line A alone (the fast line alone, under the same load; the
+forwarders share the host's two cores with serve and mirror). Dropped on both
+is the frames both forwarders dropped; the mirror's NAKs and gaps come
+from run 2's /metrics, over the whole case.`,
 	"openloop": `One-way latency under a fixed offered load, as deployed: a producer
 process (namespace N1) pushes 64-byte records into a ring of 2^20 at each
 rate of --open-rates and at the run's zero-loss rate (the stress section's

@@ -35,6 +35,9 @@ type Report struct {
 	RingsFloor []RingsFloor `json:"rings_floor,omitempty"`
 	// OpenLoop is one-way latency at fixed offered rates, per wait.
 	OpenLoop []OpenLoop `json:"open_loop,omitempty"`
+	// Lines is A/B lines: zero-loss rates, the one way with a line
+	// delayed, repairs with both lines losing.
+	Lines *Lines `json:"lines,omitempty"`
 	// Archive is recording into an archive, replay, seek and compression.
 	Archive *Archive `json:"archive,omitempty"`
 	Notes   []string `json:"notes,omitempty"`

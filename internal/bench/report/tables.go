@@ -38,6 +38,7 @@ func (r *Report) sections() []section {
 			r.deployedCPUTable(), r.deployedHopsTable(), r.deployedTailsTable()}},
 		{"rings", "Rings", []table{r.ringsTable(), r.ringsFloorTable(), r.ringsPerRingTable(), r.ringsSweepTable()}},
 		{"openloop", "Open loop", []table{r.openLoopKneeTable(), r.openLoopStepsTable()}},
+		{"lines", "A/B lines", []table{r.linesTargetsTable(), r.linesCasesTable(), r.linesRepairTable(), r.linesSweepTable()}},
 		{"archive", "Archive", []table{r.archiveRecordTable(), r.archiveRefTable(), r.archiveSweepTable(),
 			r.archiveReplayTable(), r.archiveSeekTable(), r.archiveCompressTable(), r.archiveCatchupTable()}},
 	}

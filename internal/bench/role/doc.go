@@ -35,6 +35,9 @@
 //	OpenReader              it at a rate, a reader timing each record's
 //	                        one way (openloop section): after ready each
 //	                        takes commands (push, read), any number
+//	Forwarder               the lines section's delay line between two
+//	                        interfaces of a middle namespace (package
+//	                        delayline): after ready, forwards until stop
 //
 // # Files
 //
@@ -45,4 +48,5 @@
 //	copy.go      CopyRecords, one pass of a polling relay
 //	archive.go   the archive producer, recorder and replayer; the paced push
 //	openloop.go  the open-loop producer and reader
+//	forward.go   the lines section's forwarder
 package role

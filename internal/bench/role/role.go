@@ -51,6 +51,8 @@ type Spec struct {
 	Dir      string `json:"dir,omitempty"`
 	Sync     string `json:"sync,omitempty"`
 	SyncFS   bool   `json:"syncfs,omitempty"`
+	// Forward is a Forwarder's delay line (the lines section).
+	Forward *ForwardSpec `json:"forward,omitempty"`
 }
 
 // The lines a role writes on stdout, in order: ready once what it creates
@@ -115,6 +117,8 @@ func (s Spec) run(stdin io.Reader, stdout io.Writer) error {
 		err = openProducer(s, out, cmds, gone)
 	case OpenReader:
 		err = openReader(s, out, cmds, gone)
+	case Forwarder:
+		err = forwarder(s, out, cmds, gone)
 	default:
 		err = fmt.Errorf("role: unknown role %q", s.Role)
 	}
