@@ -37,7 +37,7 @@ func TestServeArchive(t *testing.T) {
 		m := startChild(t, c.name, append([]string{"mirror", "unix:" + sock, dst, "--from", "1"}, c.flags...)...)
 		testenv.Until(t, 60*time.Second, c.name+" to reach the last record", func() bool { return writeSeq(dst) == n })
 		m.stop(t)
-		wantContains(t, c.name+"'s counters", m.logs(), fmt.Sprintf("records %d (history %d, retransmitted 0), gaps 0", c.records, c.records))
+		wantContains(t, c.name+"'s counters", m.logs(), fmt.Sprintf("records %d (catch-up %d, retransmitted 0), gaps 0", c.records, c.records))
 		sameRecords(t, src, dst, n-4095, n)
 	}
 	serve.stop(t)
