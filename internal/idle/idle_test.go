@@ -299,12 +299,14 @@ func TestHold(t *testing.T) {
 // Work queued that no descriptor shows (OnPending) keeps the loop from
 // sleeping when found before the sleep (the notify is on its way:
 // Skipped), and a sleep that ran to its bound with work queued is counted
-// as a lost wake-up (PendingSleeps) once the next sleep finds that no
-// notify came since; one that came (queued as the sleep timed out, its
-// notify under way) is not.
+// as a lost wake-up (PendingSleeps) once a later sleep finds that no
+// notify came within notifyGrace; one that came (queued as the sleep timed
+// out, its notify under way, late on a loaded host) is not.
 func TestPendingSleeps(t *testing.T) {
 	w := newWaker(t)
 	d := NewIdler(Strategy{Mode: Block}, w)
+	now := time.Unix(0, 0)
+	d.now = func() time.Time { return now }
 	queued := true
 	d.OnPending(func() bool { return queued })
 	d.Round()
@@ -316,15 +318,26 @@ func TestPendingSleeps(t *testing.T) {
 	d.OnPending(func() bool { calls++; return calls == 2 }) // queued during the sleep, nobody notified
 	d.Round()
 	d.Idle(time.Millisecond)
+	now = now.Add(notifyGrace - 1)
 	d.Round()
 	d.Idle(time.Millisecond)
-	if st := d.Stats(); st.Sleeps != 2 || st.Timeouts != 2 || st.PendingSleeps != 1 {
+	if st := d.Stats(); st.Sleeps != 2 || st.PendingSleeps != 0 {
+		t.Fatalf("stats %+v: judged before notifyGrace passed", st)
+	}
+	now = now.Add(1)
+	d.Round()
+	d.Idle(time.Millisecond)
+	if st := d.Stats(); st.Sleeps != 3 || st.Timeouts != 3 || st.PendingSleeps != 1 {
 		t.Fatalf("stats %+v: want one timed-out sleep counted as pending", st)
 	}
 	calls = 0
 	d.Round()
 	d.Idle(time.Millisecond) // queued as it timed out...
-	w.Notify()               // ...its notify under way
+	now = now.Add(notifyGrace - 1)
+	w.Notify() // ...its notify late, within notifyGrace
+	d.Round()
+	d.Idle(time.Millisecond)
+	now = now.Add(notifyGrace)
 	d.Round()
 	d.Idle(time.Millisecond)
 	if st := d.Stats(); st.PendingSleeps != 1 {

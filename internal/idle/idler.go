@@ -49,13 +49,22 @@ type Idler struct {
 	onSleep func(max time.Duration)
 	// pending, when set (OnPending), reports work no descriptor shows.
 	pending func() bool
-	// suspect: a sleep ran to its bound with work pending, when the
-	// Waker's count was suspectGen. Judged at the next sleep: a notify
-	// since (the queueing goroutine's, under way as the sleep timed out)
-	// clears it; none is a lost wake-up.
+	// suspect: a sleep ran to its bound at suspectAt with work pending,
+	// when the Waker's count was suspectGen. Judged at the next sleeps: a
+	// notify since (the queueing goroutine's, under way as the sleep
+	// timed out) clears it; none within notifyGrace is a lost wake-up.
 	suspect    bool
 	suspectGen uint64
+	suspectAt  time.Time
 }
+
+// notifyGrace is how long after a sleep that ran to its bound with work
+// pending the queueing goroutine's notify may still come: between its
+// queueing and its notify, a goroutine of a loaded host can wait for a
+// CPU for milliseconds (TestDefaultWaitLoaded counted such a delay, with
+// -race, on a host running other tests). A notify later than that, or
+// never, is a lost wake-up.
+const notifyGrace = 50 * time.Millisecond
 
 // OnPending sets f to be called, on the loop's goroutine, just before
 // each sleep and after one that ran to its bound: it reports whether the
@@ -218,20 +227,23 @@ func (d *Idler) sleep(max time.Duration) {
 			if d.w == nil {
 				d.st.PendingSleeps++
 			} else {
-				d.suspect, d.suspectGen = true, d.w.gen.Load()
+				d.suspect, d.suspectGen, d.suspectAt = true, d.w.gen.Load(), d.now()
 			}
 		}
 	}
 }
 
 // judge counts a suspect sleep whose work was never notified: it lay
-// there the whole sleep, and nobody woke the loop for it since.
+// there the whole sleep, and nobody woke the loop for it within
+// notifyGrace.
 func (d *Idler) judge() {
-	if d.suspect {
+	switch {
+	case !d.suspect:
+	case d.w.gen.Load() != d.suspectGen:
 		d.suspect = false
-		if d.w.gen.Load() == d.suspectGen {
-			d.st.PendingSleeps++
-		}
+	case d.now().Sub(d.suspectAt) >= notifyGrace:
+		d.suspect = false
+		d.st.PendingSleeps++
 	}
 }
 
