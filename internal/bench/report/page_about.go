@@ -115,9 +115,11 @@ process (namespace N1) pushes 64-byte records into a ring of 2^20 at each
 rate of --open-rates and at the run's zero-loss rate (the stress section's
 for the same transport and wait when the run measured it, else
 --open-zero-loss), --open-step each after a warm-up of --open-warmup,
-stamping every record with the time as it pushes it, each when it is due
-(between two it sleeps in nanosleep with a 1 ns timer slack: records a
-burst is how many it pushed a wake-up); ringfire serve (N1)
+stamping every record with the time as it pushes it: it pushes what is
+due, then sleeps in nanosleep with a 1 ns timer slack until the next
+record is due, 250 µs at the shortest (a wake-up costs this machine kind
+19–41 µs of CPU); records a burst is how many it pushed a wake-up;
+ringfire serve (N1)
 and ringfire mirror (N2) replicate it over --open-transport, or one
 ringfire run per namespace for a loop's wait name; a reader process (N2)
 reads the mirror ring, waiting as the wait says, and records each record's
