@@ -3,10 +3,11 @@ package delayline
 import (
 	"fmt"
 	"net"
-	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/ringfire/ringfire/internal/idle"
 )
 
 // readTimeout bounds one read, so that a reading loop sees its stop.
@@ -109,10 +110,16 @@ func sleepUntil(t int64) {
 // not up to 50 µs later (the default slack); with realtime, schedules it
 // SCHED_FIFO at priority 1, so that a frame waking it is forwarded at
 // once rather than after the busy threads of the host (a wire does not
-// wait for a CPU). The thread is never unlocked: when the goroutine ends,
-// Go retires it, with its slack and policy.
+// wait for a CPU). It raises GOMAXPROCS by one as idle.LockThread does:
+// a thread blocked in recvfrom keeps its P, and without a P of its own
+// the woken sender waited for the runtime's monitor to take one back
+// (a frame forwarded up to 118 ms late in a lines run). The thread is
+// never unlocked: when the goroutine ends, Go retires it, with its slack
+// and policy.
 func lockThread(slack, realtime bool) error {
-	runtime.LockOSThread()
+	if _, err := idle.LockThread(-1); err != nil { // never unlocked
+		return fmt.Errorf("delayline: %w", err)
+	}
 	if slack {
 		if err := unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0); err != nil {
 			return fmt.Errorf("delayline: PR_SET_TIMERSLACK: %w", err)
