@@ -50,63 +50,50 @@ func runRole() {
 
 func usagef(format string, args ...any) error { return cli.Usagef(format, args...) }
 
-const benchHelp = `Bench measures every datagram path side by side, in one run, between two
-network namespaces on one veth pair that it creates and removes (root is
-needed): the closed-loop round trip of one record (pingpong), an open loop
-at fixed rates that finds the highest rate each transport carries without
-loss (stress; the zero-loss sweep once per --waits), push-to-read latency on the source host, on a mirror on the
-same host, on the other host and through a hub (stages), one source with
-1, 4 and 16 mirrors (fanout), and one sendmmsg to N mirrors against N
-sendto calls (sendcost), and the ring-to-ring round trip as deployed,
-every endpoint its own process: a pinger, ringfire serve and mirror, an
-echo, serve and mirror again, over two veth pairs, beside the datagram
-alone between two processes and, for the waits that poll, the hand-offs
-alone (a record passed on six times between six processes, or between a
-loop per host's four, no network), with the CPU each process
-used and the longest a thread of the bench sleeping 1 ms at a time
-overslept meanwhile (hiccup: the machine's own stalls; deployed; --waits,
---warmup, --samples, --deployed-for, --ringfire;
-a --waits of loop-yield runs four processes instead, the serve and the
-mirror of each host in one ringfire run on one loop), and 1, 4 and 16
-rings served and mirrored by one ringfire run process per side over AF_XDP:
-their aggregate zero-loss rate and each ring's round trip against one ring
-alone, beside the floor: as many kernel UDP datagrams in flight at once
-between two processes of one thread each (rings; --rings, --rings-waits, with --rates, --stress, --warmup,
---samples, --deployed-for), one way under a fixed offered load (openloop:
-a producer process stamping each record at each rate of --open-rates and
-the run's zero-loss rate, --open-step each, ringfire serve and mirror, or
-one ringfire run per host for a loop's wait, over --open-transport, and a
-reader process on the mirror host timing every record, once per --waits:
-p50, p99, p99.9, max, records lapped and lost, each process's CPU, and
-the knee, the highest rate up to which p99 ≤ 1 ms), A/B lines (lines:
-ringfire serve --multicast-b and mirror --iface-b, one ringfire run per
-host; the zero-loss rate on one line and on two over direct links, the
-stress sweep's --rates and --stress; then a producer and a reader timing
-each record's one way at --lines-rate through two delay lines, each a
-forwarder process in a namespace between the hosts: line A alone and
-both lines direct, then through the forwarders line A alone, line A of a
-source sending on both, both lines clean, line B then line A delayed
-by --lines-delay, both lines dropping --lines-loss of their DATA frames
-independently, with the mirror's NAKs and gaps, the frames both lines
-lost and each process's CPU), and the archive
-(archive): a recorder process
-following a producer process's ring into an archive, the highest rate it
-keeps up with, no gap entry, into tmpfs and onto the disk (--archive-dir)
-in each sync mode, against dd to new tmpfs pages and dd oflag=direct on
-the disk; a replayer
-process replaying at speed max; a seek and the first Next to random
-sequences and times of a 100 M-record archive on the disk; compression of
-the synthetic feed and of a market-data one; and a ringfire mirror
-(namespace B) catching up 10 M records from a ringfire serve --archive
-(namespace A) over TCP, the repair budget off, timed, then following a
-live load: no gap, no record twice, its last records the source's (the
---archive-* flags size it; every file it makes is removed). It prints tables; --out writes bench.json and
-the charts latency.svg, throughput.svg and (openloop) openloop.svg into a directory, --markdown the
-page docs/benchmarks.md (method, machine, one table per measurement, the
-floors; make bench passes both). --render FILE measures nothing: it reads
-a bench.json and writes the same tables, charts and page from it, e.g.
-  ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md
-Benchmarks report; they never fail on a time.`
+const benchHelp = `Bench measures ringfire's paths side by side in one run, between network
+namespaces and veth pairs it creates and removes (root is needed), and
+prints a table per measurement. Benchmarks report; they never fail on a
+time.
+
+Sections (--sections, all by default, run in this order):
+  pingpong  the closed-loop round trip of one record, per transport
+            (--transports, --pingpong)
+  stress    an open loop at each of --rates (--stress each): the highest
+            rate each transport carries with no loss, once per --waits
+  stages    push to read on the source host, on a mirror on the same
+            host, on the other host and through a hub (--stage-rates)
+  fanout    one source to 1, 4 and 16 mirrors (--fanout)
+  sendcost  one sendmmsg to N mirrors against N sendto calls
+  deployed  the ring-to-ring round trip, every endpoint its own process:
+            pinger, serve, mirror, echo, serve, mirror over two veth
+            pairs (a loop wait such as loop-yield: one ringfire run per
+            host), beside the datagram alone and the hand-offs alone,
+            with each process's CPU and the machine's own stalls
+            (--waits, --warmup, --samples, --deployed-for, --trace)
+  rings     1, 4 and 16 rings on one ringfire run per side over AF_XDP:
+            the aggregate zero-loss rate and each ring's round trip
+            against one ring's, beside the floor: as many UDP datagrams
+            in flight at once between two processes (--rings,
+            --rings-waits)
+  openloop  one way from a producer process to a reader process on the
+            mirror host at each of --open-rates and the zero-loss rate:
+            p50, p99, p99.9, losses, each process's CPU, and the knee,
+            the highest rate whose p99 stays within 1 ms (--open-*)
+  lines     A/B lines: the zero-loss rate on one line and on two; one
+            way through two delay lines (forwarder processes between the
+            hosts): clean, one line delayed by --lines-delay, both
+            dropping --lines-loss of their DATA frames, with the NAKs
+            against the frames both lines lost (--lines-*)
+  archive   recording into tmpfs and onto the disk against dd, replay at
+            speed max, seeks in a 100 M-record archive, compression, and
+            a mirror catching up 10 M records from serve --archive
+            (--archive-*; every file it makes is removed)
+
+Output: --out DIR writes bench.json and the charts latency.svg,
+throughput.svg and openloop.svg; --markdown FILE the page
+docs/benchmarks.md (make bench passes both). --render FILE measures
+nothing: it writes the same tables, charts and page from a bench.json:
+  ringfire-bench --render docs/bench/bench.json --out docs/bench --markdown docs/benchmarks.md`
 
 type benchFlags struct {
 	transports, sections, rates, fanout string
