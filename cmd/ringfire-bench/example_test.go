@@ -11,5 +11,5 @@ import (
 func Example() {
 	err := run(context.Background(), []string{"--sections", "pingpong,everything"}, os.Stdout, os.Stdout)
 	fmt.Println(err)
-	// Output: --sections: unknown "everything" (have pingpong, stress, stages, fanout, sendcost, deployed, rings, openloop, archive)
+	// Output: --sections: unknown "everything" (have pingpong, stress, stages, fanout, sendcost, deployed, rings, openloop, lines, archive)
 }
