@@ -188,31 +188,36 @@ func dropEvery(n, salt uint64, mu *sync.Mutex, lost map[uint64]bool) faulty.Faul
 	}}
 }
 
-// TestLinesIndependentLoss loses about a tenth of the frames on each line,
-// independently: the mirror NAKs only what both lost and ends identical.
-func TestLinesIndependentLoss(t *testing.T) {
-	tl := newTwoLines(t)
-	tl.serve()
-	var mu sync.Mutex
-	var ws [2]*faulty.Pollable
-	lost := [2]map[uint64]bool{{}, {}}
+// lossyLines drops about a tenth of the DATA frames of each line of a
+// mirror, independently, and remembers which (by first sequence).
+type lossyLines struct {
+	mu   sync.Mutex
+	ws   [2]*faulty.Pollable
+	lost [2]map[uint64]bool
+}
+
+// lossy makes cfg's two lines lose frames.
+func lossy(cfg *replica.MirrorConfig) *lossyLines {
+	ll := &lossyLines{lost: [2]map[uint64]bool{{}, {}}}
 	wrap := func(i int) func(replica.Transport) replica.Transport {
 		return func(tr replica.Transport) replica.Transport {
-			mu.Lock()
-			defer mu.Unlock()
-			ws[i] = faulty.WrapPollable(tr, dropEvery(10, uint64(i+1)*0x9E3779B97F4A7C15, &mu, lost[i]))
-			return ws[i]
+			ll.mu.Lock()
+			defer ll.mu.Unlock()
+			ll.ws[i] = faulty.WrapPollable(tr, dropEvery(10, uint64(i+1)*0x9E3779B97F4A7C15, &ll.mu, ll.lost[i]))
+			return ll.ws[i]
 		}
 	}
-	cfg := tl.mirrorCfg()
 	cfg.NewTransport = wrapMirrorUDP(wrap(0))
 	cfg.NewTransportB = wrapMirrorUDP(wrap(1))
-	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
-	mr.connected()
-	waitDatagrams(t, mr)
-	const n = 20000
-	tl.src.pushPaced(n, 20, 200*time.Microsecond)
-	st := tl.settle(t, mr, n, 20*time.Second)
+	return ll
+}
+
+// check asserts what a mirror of n records over the lossy lines ended
+// with (st): every record, no gap, loss on both lines counted, and NAKs
+// only for the frames both lines lost.
+func (ll *lossyLines) check(t *testing.T, st replica.MirrorStats, n uint64) {
+	t.Helper()
+	ws, lost, mu := &ll.ws, &ll.lost, &ll.mu
 	if st.Gaps != 0 || st.Records != n {
 		t.Fatalf("%d records, %d gaps, want %d and none", st.Records, st.Gaps, n)
 	}
@@ -236,4 +241,19 @@ func TestLinesIndependentLoss(t *testing.T) {
 	if both == 0 || st.NaksSent == 0 || st.NaksSent > uint64(both)*3/2 {
 		t.Errorf("%d NAKs for %d frames both lines lost (of %d): want about one each", st.NaksSent, both, frames)
 	}
+}
+
+// TestLinesIndependentLoss loses about a tenth of the frames on each line,
+// independently: the mirror NAKs only what both lost and ends identical.
+func TestLinesIndependentLoss(t *testing.T) {
+	tl := newTwoLines(t)
+	tl.serve()
+	cfg := tl.mirrorCfg()
+	ll := lossy(&cfg)
+	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
+	mr.connected()
+	waitDatagrams(t, mr)
+	const n = 20000
+	tl.src.pushPaced(n, 20, 200*time.Microsecond)
+	ll.check(t, tl.settle(t, mr, n, 20*time.Second), n)
 }

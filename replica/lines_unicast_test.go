@@ -6,12 +6,10 @@ package replica_test
 
 import (
 	"net/netip"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ringfire/ringfire/bpf"
-	"github.com/ringfire/ringfire/internal/faulty"
 	"github.com/ringfire/ringfire/replica"
 	"github.com/ringfire/ringfire/transport"
 )
@@ -69,9 +67,7 @@ func unicastFailover(t *testing.T, keyed, loop bool) {
 	mr.connected()
 	stop := make(chan struct{})
 	last := pushing(tl.src, stop)
-	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
-	})
+	bothDeliver(mr)
 	down := tl.linkSet(t, tl.la.BIf, "down")
 	if d := ev.wait(t, replica.MirrorLineDown, "A").Sub(down); d > 100*time.Millisecond {
 		t.Errorf("line A down told after %v, want at most 100 ms", d)
@@ -96,12 +92,7 @@ func unicastFailover(t *testing.T, keyed, loop bool) {
 	})
 	close(stop)
 	n := <-last
-	tl.src.drained()
-	mr.waitFor(n, 10*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
+	st := tl.settle(t, mr, n, 10*time.Second)
 	wantAll(t, st, n, "udp+udp unicast")
 	oneConnection(t, st)
 	if st.NaksSent != 0 {
@@ -128,20 +119,8 @@ func unicastFailover(t *testing.T, keyed, loop bool) {
 func TestLinesUnicastIndependentLoss(t *testing.T) {
 	tl := newTwoLines(t)
 	tl.serveUnicast(t, false)
-	var mu sync.Mutex
-	var ws [2]*faulty.Pollable
-	lost := [2]map[uint64]bool{{}, {}}
-	wrap := func(i int) func(replica.Transport) replica.Transport {
-		return func(tr replica.Transport) replica.Transport {
-			mu.Lock()
-			defer mu.Unlock()
-			ws[i] = faulty.WrapPollable(tr, dropEvery(10, uint64(i+1)*0x9E3779B97F4A7C15, &mu, lost[i]))
-			return ws[i]
-		}
-	}
 	cfg := tl.unicastCfg(t, false)
-	cfg.NewTransport = wrapMirrorUDP(wrap(0))
-	cfg.NewTransportB = wrapMirrorUDP(wrap(1))
+	ll := lossy(&cfg)
 	mr := startMirror(t, tl.p.B, tl.la.BAddr, tl.src, cfg, nil)
 	mr.connected()
 	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
@@ -149,33 +128,7 @@ func TestLinesUnicastIndependentLoss(t *testing.T) {
 	})
 	const n = 20000
 	tl.src.pushPaced(n, 20, 200*time.Microsecond)
-	tl.src.drained()
-	mr.waitFor(n, 20*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
-	if st.Gaps != 0 || st.Records != n {
-		t.Fatalf("%d records, %d gaps, want %d and none", st.Records, st.Gaps, n)
-	}
-	a, b := ws[0].Stats(), ws[1].Stats()
-	t.Logf("line A dropped %d of %d, line B %d of %d", a.Dropped, a.Received, b.Dropped, b.Received)
-	if a.Dropped == 0 || b.Dropped == 0 || st.Lines[0].Lost == 0 || st.Lines[1].Lost == 0 {
-		t.Fatalf("no loss counted: A %+v, B %+v", st.Lines[0], st.Lines[1])
-	}
-	mu.Lock()
-	both := 0
-	for seq := range lost[0] {
-		if lost[1][seq] {
-			both++
-		}
-	}
-	mu.Unlock()
-	frames := st.Lines[0].First + st.Lines[1].First
-	t.Logf("%d frames, %d lost by both lines, %d NAKs", frames, both, st.NaksSent)
-	if both == 0 || st.NaksSent == 0 || st.NaksSent > uint64(both)*3/2 {
-		t.Errorf("%d NAKs for %d frames both lines lost (of %d): want about one each", st.NaksSent, both, frames)
-	}
+	ll.check(t, tl.settle(t, mr, n, 20*time.Second), n)
 }
 
 // TestLinesUnicastBypass carries unicast lines over AF_XDP: line A, then
@@ -217,9 +170,7 @@ func unicastBypass(t *testing.T, name string, both bool) {
 	}
 	stop := make(chan struct{})
 	last := pushing(tl.src, stop)
-	mr.waitStats("both lines deliver", 10*time.Second, func(st replica.MirrorStats) bool {
-		return st.Lines[0].Received > 100 && st.Lines[1].Received > 100
-	})
+	bothDeliver(mr)
 	tl.linkSet(t, tl.la.BIf, "down")
 	ev.wait(t, replica.MirrorLineDown, "A")
 	recvB := mr.m.Stats().Lines[1].Received
@@ -234,12 +185,7 @@ func unicastBypass(t *testing.T, name string, both bool) {
 	})
 	close(stop)
 	n := <-last
-	tl.src.drained()
-	mr.waitFor(n, 10*time.Second)
-	mr.close()
-	st := mr.m.Stats()
-	t.Logf("mirror %+v", st)
-	sameSlots(t, tl.src.path, mr.path, 1)
+	st := tl.settle(t, mr, n, 10*time.Second)
 	wantAll(t, st, n, name+" unicast")
 	oneConnection(t, st)
 	if st.Lines[0].Name+"+"+st.Lines[1].Name != name || st.NaksSent != 0 {
