@@ -97,7 +97,10 @@ func TestRunLines(t *testing.T) {
 				n++
 				copy(rec, fmt.Sprintf("record %d", n))
 				if _, err := r.writers["lines"].Push(rec); err != nil {
-					panic(err)
+					t.Errorf("push record %d: %v", n, err)
+					<-stop
+					pushed <- n - 1
+					return
 				}
 			}
 		}
