@@ -183,8 +183,9 @@ func TestLinesBypassTransports(t *testing.T) {
 	}
 }
 
-func bypassLines(t *testing.T, name string, both bool) {
-	tl := newTwoLines(t)
+// xdpLines carries line A over AF_XDP at both ends (each end's NIC its
+// steering program and sockets), and line B too when both is set.
+func (tl *twoLines) xdpLines(scfg *replica.ServerConfig, cfg *replica.MirrorConfig, both bool) {
 	xdpOn := func(ifn string) (func(replica.UDPConfig) (replica.Transport, error), func(replica.DatagramSpec) (replica.Transport, error)) {
 		base := transport.XDPConfig{Iface: ifn, Mode: bpf.ModeNative}
 		return func(u replica.UDPConfig) (replica.Transport, error) { return newXDP(transport.XDPForServer(base, u)) },
@@ -192,14 +193,19 @@ func bypassLines(t *testing.T, name string, both bool) {
 				return newXDP(transport.XDPForMirror(base, s))
 			}
 	}
-	scfg := replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr, MulticastB: groupB, IfaceB: tl.lb.AAddr}
 	scfg.NewTransport, _ = xdpOn(tl.la.AIf)
-	cfg := tl.mirrorCfg()
 	_, cfg.NewTransport = xdpOn(tl.la.BIf)
 	if both {
 		scfg.NewTransportB, _ = xdpOn(tl.lb.AIf)
 		_, cfg.NewTransportB = xdpOn(tl.lb.BIf)
 	}
+}
+
+func bypassLines(t *testing.T, name string, both bool) {
+	tl := newTwoLines(t)
+	scfg := replica.ServerConfig{Multicast: mcastGroup(), Iface: tl.la.AAddr, MulticastB: groupB, IfaceB: tl.lb.AAddr}
+	cfg := tl.mirrorCfg()
+	tl.xdpLines(&scfg, &cfg, both)
 	srv := tl.src.serve(scfg)
 	var ev lineEvents
 	cfg.Events = ev.add

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ringfire/ringfire/bpf"
 	"github.com/ringfire/ringfire/replica"
-	"github.com/ringfire/ringfire/transport"
 )
 
 const uniPort = 7600
@@ -144,22 +142,10 @@ func TestLinesUnicastBypass(t *testing.T) {
 
 func unicastBypass(t *testing.T, name string, both bool) {
 	tl := newTwoLines(t)
-	xdpOn := func(ifn string) (func(replica.UDPConfig) (replica.Transport, error), func(replica.DatagramSpec) (replica.Transport, error)) {
-		base := transport.XDPConfig{Iface: ifn, Mode: bpf.ModeNative}
-		return func(u replica.UDPConfig) (replica.Transport, error) { return newXDP(transport.XDPForServer(base, u)) },
-			func(s replica.DatagramSpec) (replica.Transport, error) {
-				return newXDP(transport.XDPForMirror(base, s))
-			}
-	}
 	scfg := replica.ServerConfig{UDPPort: uniPort, Iface: tl.la.AAddr, IfaceB: tl.lb.AAddr,
 		Bind: netip.AddrPortFrom(tl.la.AAddr, 0).String()}
-	scfg.NewTransport, _ = xdpOn(tl.la.AIf)
 	cfg := tl.unicastCfg(t, false)
-	_, cfg.NewTransport = xdpOn(tl.la.BIf)
-	if both {
-		scfg.NewTransportB, _ = xdpOn(tl.lb.AIf)
-		_, cfg.NewTransportB = xdpOn(tl.lb.BIf)
-	}
+	tl.xdpLines(&scfg, &cfg, both)
 	srv := tl.src.serve(scfg)
 	var ev lineEvents
 	cfg.Events = ev.add
